@@ -1,0 +1,108 @@
+"""Input checks shared by operators, losses and graph builders.
+
+Every check raises ``ValueError`` with a message naming the argument, so that a wrong
+shape or a NaN fails at the call site instead of deep inside a scatter. Checks that read
+tensor values (finiteness, index range) force a device sync; they are skipped while
+``torch.compile`` traces and can be switched off globally with :func:`set_validation`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch_geometric.utils import is_sparse, to_edge_index
+
+_ENABLED = True
+
+
+def set_validation(enabled: bool) -> None:
+    """Turn the value-reading input checks on or off (shape checks always run)."""
+    global _ENABLED
+    _ENABLED = bool(enabled)
+
+
+def _read_values() -> bool:
+    return _ENABLED and not torch.compiler.is_compiling()
+
+
+def check_features(x: Tensor, name: str = "x", min_rows: int = 1) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 2:
+        raise ValueError(f"{name} must be a 2-D [N, d] tensor, got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must be floating point, got {x.dtype}")
+    if x.size(0) < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows, got {x.size(0)}")
+    if x.size(1) == 0:
+        raise ValueError(f"{name} has zero feature columns")
+    if _read_values() and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} contains NaN or inf values")
+
+
+def check_same_shape(a: Tensor, b: Tensor, names: tuple[str, str] = ("z1", "z2")) -> None:
+    if a.shape != b.shape:
+        raise ValueError(
+            f"{names[0]} and {names[1]} must have the same shape, "
+            f"got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
+
+
+def check_normalized(x: Tensor, name: str = "x") -> None:
+    """Raise if the rows of ``x`` are not unit vectors (a frequent user mistake)."""
+    if not _read_values():
+        return
+    tol = 1e-2 if x.dtype in (torch.float16, torch.bfloat16) else 1e-4
+    norms = x.detach().float().norm(dim=-1)
+    worst = float((norms - 1).abs().max()) if norms.numel() else 0.0
+    if worst > tol:
+        raise ValueError(
+            f"{name} must be L2-normalised row-wise (max | ||row|| - 1 | = {worst:.3g}); "
+            "apply torch.nn.functional.normalize(x, dim=-1) first"
+        )
+
+
+def as_edge_index(
+    edge_index: Tensor, edge_weight: Tensor | None, num_nodes: int, allow_empty: bool = False
+) -> tuple[Tensor, Tensor | None]:
+    """Validate a graph and return it as a plain ``[2, E]`` ``(source, target)`` tensor.
+
+    A sparse adjacency (``torch.sparse`` or ``SparseTensor``) is read as PyG's ``adj_t``:
+    entry ``[i, j]`` is the edge ``j -> i``; its values become the edge weights.
+    """
+    if is_sparse(edge_index):
+        if edge_weight is not None:
+            raise ValueError("pass edge weights as the values of the sparse adjacency")
+        if tuple(edge_index.shape[:2]) != (num_nodes, num_nodes):
+            raise ValueError(
+                f"sparse adjacency must be [{num_nodes}, {num_nodes}], "
+                f"got {tuple(edge_index.shape)}"
+            )
+        edge_index, edge_weight = to_edge_index(edge_index)
+        edge_index = edge_index.flip(0)
+    if not isinstance(edge_index, Tensor):
+        raise TypeError(f"edge_index must be a Tensor, got {type(edge_index).__name__}")
+    edge_index = edge_index.as_subclass(Tensor)  # EdgeIndex -> plain tensor
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"edge_index must have shape [2, E], got {tuple(edge_index.shape)}")
+    if edge_index.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"edge_index must be an integer tensor, got {edge_index.dtype}")
+    edge_index = edge_index.long()
+    if edge_index.size(1) == 0 and not allow_empty:
+        raise ValueError("the graph is empty: edge_index has no edges")
+    if edge_weight is not None:
+        if edge_weight.dim() != 1 or edge_weight.numel() != edge_index.size(1):
+            raise ValueError(
+                f"edge_weight must have shape [E] = [{edge_index.size(1)}], "
+                f"got {tuple(edge_weight.shape)}"
+            )
+        if _read_values() and not bool(torch.isfinite(edge_weight).all()):
+            raise ValueError("edge_weight contains NaN or inf values")
+    if _read_values() and edge_index.numel() > 0:
+        lo, hi = int(edge_index.min()), int(edge_index.max())
+        if lo < 0 or hi >= num_nodes:
+            raise ValueError(
+                f"edge_index refers to node {lo if lo < 0 else hi}, "
+                f"but there are only {num_nodes} nodes (valid range 0..{num_nodes - 1})"
+            )
+    return edge_index, edge_weight

@@ -1,0 +1,81 @@
+"""The ``cl2gnn`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+
+def _info(_: argparse.Namespace) -> int:
+    import torch
+    import torch_geometric
+
+    from .graphs import faiss_available, faiss_has_gpu
+
+    try:
+        import torch_scatter  # noqa: F401
+
+        scatter = "installed"
+    except ImportError:
+        scatter = "not installed (PyG's own scatter is used)"
+    rows = {
+        "torch": torch.__version__,
+        "torch_geometric": torch_geometric.__version__,
+        "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else "not available",
+        "faiss": "available" if faiss_available() else "not installed (torch kNN backend)",
+        "faiss GPU": "yes" if faiss_has_gpu() else "no",
+        "torch_scatter": scatter,
+    }
+    for key, value in rows.items():
+        print(f"{key:16s} {value}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from .verify import run_checks
+
+    results = run_checks(args.device, args.nodes, args.dim, args.seed)
+    width = max(len(name) for name, _ in results)
+    print(f"{'check':{width}s}  max |error| (float64, {args.device})")
+    for name, error in results:
+        print(f"{name:{width}s}  {error:.2e}")
+    worst = max(error for _, error in results)
+    ok = worst < args.tol
+    print(f"{'PASS' if ok else 'FAIL'}: worst error {worst:.2e} (tolerance {args.tol:.0e})")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": args.device, "checks": dict(results)}))
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cl2gnn", description="Contrastive learning as message passing."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    info = sub.add_parser("info", help="versions and available backends")
+    info.set_defaults(func=_info)
+    verify = sub.add_parser(
+        "verify", help="check forward == x - step * grad(energy) for every operator"
+    )
+    verify.add_argument("--device", default="cpu")
+    verify.add_argument("--nodes", type=int, default=64)
+    verify.add_argument("--dim", type=int, default=16)
+    verify.add_argument("--seed", type=int, default=0)
+    verify.add_argument("--tol", type=float, default=1e-10)
+    verify.add_argument("--json", help="write the errors to this JSON file")
+    verify.set_defaults(func=_verify)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    # PyG's import-time deprecation notice is not the user's concern
+    warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated")
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""Augmentation- and affinity-graph builders and their diagnostics."""
+
+from .diagnostics import ClassSpectrum, algebraic_connectivity, class_spectra, normalized_laplacian
+from .knn import knn_graph
+from .knn_backends import faiss_available, faiss_has_gpu
+from .pair import pair_graph
+from .radius import radius_graph
+from .sbm import sbm_graph
+
+__all__ = [
+    "ClassSpectrum",
+    "algebraic_connectivity",
+    "class_spectra",
+    "faiss_available",
+    "faiss_has_gpu",
+    "knn_graph",
+    "normalized_laplacian",
+    "pair_graph",
+    "radius_graph",
+    "sbm_graph",
+]

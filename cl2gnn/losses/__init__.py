@@ -1,0 +1,54 @@
+"""Contrastive objectives composed from the ``cl2gnn.nn`` operators (modules and functions).
+
+Every loss takes two view batches ``(z1, z2)`` or stacked features with an augmentation
+graph (``edge_index`` / ``sample_id``), so multi-view and kNN positives work alike.
+"""
+
+from .alignment_uniformity import AlignmentUniformityLoss, alignment, uniformity
+from .attention_infonce import AttentionInfoNCELoss, attention_info_nce
+from .generalized_ntxent import GeneralizedNTXentLoss, generalized_nt_xent
+from .infonce import InfoNCELoss, info_nce
+from .kernel import KernelInfoNCELoss, kernel_info_nce, log_kernel
+from .multistage import (
+    MultiStageAlignmentLoss,
+    MultiStageSimSiamLoss,
+    multi_stage_alignment,
+    multi_stage_simsiam,
+)
+from .random_walk import RandomWalkLoss, random_walk_loss
+from .spectral import SpectralContrastiveLoss, spectral_contrastive
+
+# losses computed from two view batches alone (timm-style parametrised tests use this)
+PAIR_LOSSES = {
+    "InfoNCELoss": InfoNCELoss,
+    "AttentionInfoNCELoss": AttentionInfoNCELoss,
+    "KernelInfoNCELoss": KernelInfoNCELoss,
+    "RandomWalkLoss": RandomWalkLoss,
+    "AlignmentUniformityLoss": AlignmentUniformityLoss,
+    "SpectralContrastiveLoss": SpectralContrastiveLoss,
+    "GeneralizedNTXentLoss": GeneralizedNTXentLoss,
+}
+
+__all__ = [
+    "PAIR_LOSSES",
+    "AlignmentUniformityLoss",
+    "AttentionInfoNCELoss",
+    "GeneralizedNTXentLoss",
+    "InfoNCELoss",
+    "KernelInfoNCELoss",
+    "MultiStageAlignmentLoss",
+    "MultiStageSimSiamLoss",
+    "RandomWalkLoss",
+    "SpectralContrastiveLoss",
+    "alignment",
+    "attention_info_nce",
+    "generalized_nt_xent",
+    "info_nce",
+    "kernel_info_nce",
+    "log_kernel",
+    "multi_stage_alignment",
+    "multi_stage_simsiam",
+    "random_walk_loss",
+    "spectral_contrastive",
+    "uniformity",
+]

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from .._validation import check_features, check_normalized, check_same_shape
+from ._views import resolve_views
+
+
+def alignment(x: Tensor, y: Tensor, alpha: float = 2.0) -> Tensor:
+    r"""``mean_i ‖x_i - y_i‖₂^α`` over positive pairs of unit vectors."""
+    check_features(x, "x")
+    check_same_shape(x, y, ("x", "y"))
+    check_normalized(x, "x")
+    check_normalized(y, "y")
+    return (x - y).norm(dim=1).pow(alpha).mean()
+
+
+def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
+    r"""``log mean_{i<j} exp(-t ‖x_i - x_j‖²)`` of unit vectors (a log-mean-exp, stable)."""
+    check_features(x, "x", min_rows=2)
+    check_normalized(x, "x")
+    i, j = torch.triu_indices(x.size(0), x.size(0), offset=1, device=x.device)
+    sq = (x[i] - x[j]).square().sum(-1)
+    return torch.logsumexp(-t * sq, dim=0) - math.log(sq.numel())
+
+
+class AlignmentUniformityLoss(torch.nn.Module):
+    r"""Alignment and uniformity on the hypersphere (*Understanding Contrastive
+    Representation Learning through Alignment and Uniformity on the Hypersphere*, Wang &
+    Isola, ICML 2020):
+
+    .. math::
+        \mathcal{L}_{\text{align}} = \mathbb{E}_{(x, y)}\|x - y\|_2^\alpha, \qquad
+        \mathcal{L}_{\text{unif}} = \log \mathbb{E}_{i<j} e^{-t\|x_i - x_j\|_2^2},
+
+    combined as :math:`\mathcal{L}_{\text{align}} + \lambda \cdot \frac12
+    (\mathcal{L}_{\text{unif}}(z_1) + \mathcal{L}_{\text{unif}}(z_2))` (with a graph: the
+    mean over its edges, and uniformity of all rows). The inputs must be L2-normalised;
+    un-normalised features raise ``ValueError``. :meth:`alignment` and :meth:`uniformity`
+    are the metrics.
+
+    Args:
+        alpha (float, optional): alignment exponent (default: ``2``).
+        t (float, optional): uniformity scale (default: ``2``).
+        lam (float, optional): uniformity weight :math:`\lambda` (default: ``1``).
+
+    Shapes:
+        - **input:** ``z1, z2`` :math:`(B, d)` unit rows, or ``x`` :math:`(N, d)` with
+          ``edge_index`` or ``sample_id``
+        - **output:** scalar
+
+    Examples:
+        >>> loss_fn = AlignmentUniformityLoss()
+        >>> z1, z2 = F.normalize(z1, dim=-1), F.normalize(z2, dim=-1)
+        >>> loss = loss_fn(z1, z2)
+        >>> loss_fn.alignment(z1, z2), loss_fn.uniformity(z1)
+    """
+
+    def __init__(self, alpha: float = 2.0, t: float = 2.0, lam: float = 1.0) -> None:
+        super().__init__()
+        if not alpha > 0 or not t > 0:
+            raise ValueError("alpha and t must be > 0")
+        self.alpha, self.t, self.lam = alpha, t, lam
+
+    def alignment(self, x: Tensor, y: Tensor) -> Tensor:
+        return alignment(x, y, self.alpha)
+
+    def uniformity(self, x: Tensor) -> Tensor:
+        return uniformity(x, self.t)
+
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor | None = None,
+        *,
+        edge_index: Tensor | None = None,
+        edge_weight: Tensor | None = None,
+        sample_id: Tensor | None = None,
+    ) -> Tensor:
+        if z2 is not None and edge_index is None and sample_id is None:
+            uniform = 0.5 * (self.uniformity(z1) + self.uniformity(z2))
+            return self.alignment(z1, z2) + self.lam * uniform
+        x, edge_index, _ = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+        src, dst = edge_index
+        return self.alignment(x[dst], x[src]) + self.lam * self.uniformity(x)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}, t={self.t}, lam={self.lam}"

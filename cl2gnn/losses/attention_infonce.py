@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.utils import scatter
+
+from ..nn import AttentionAlignConv, UniformAttention
+from ._views import resolve_views
+
+
+def attention_info_nce(
+    z1: Tensor,
+    z2: Tensor | None = None,
+    *,
+    h1: Tensor | None = None,
+    h2: Tensor | None = None,
+    edge_index: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    sample_id: Tensor | None = None,
+    temperature: float = 0.5,
+    beta: float = 1.0,
+    normalize: str = "negatives",
+) -> Tensor:
+    """Functional form of :class:`AttentionInfoNCELoss`."""
+    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    if z2 is not None and (h1 is None) != (h2 is None):
+        raise ValueError("with two view batches pass both h1 and h2, or neither")
+    if z2 is None and h2 is not None:
+        raise ValueError("h2 goes with z2; pass the attention features of x as h1")
+    h = h1 if h2 is None else torch.cat([h1, h2])
+    x = F.normalize(x, dim=-1)
+    align = AttentionAlignConv(beta=beta, normalize=normalize)
+    coef = align.attention(x, edge_index, edge_weight, h=h)
+    anchor_weight = scatter(coef, edge_index[1], 0, dim_size=x.size(0), reduce="sum")
+    uniform = UniformAttention(tau=temperature)
+    energy = align.energy(x, edge_index, edge_weight, attention=coef) / temperature
+    return (energy + uniform.energy(x, weight=anchor_weight)) / x.size(0)
+
+
+class AttentionInfoNCELoss(torch.nn.Module):
+    r"""InfoNCE whose positive pairs are reweighted by detached attention (eq. 15 of *A
+    Message Passing Perspective on Learning Dynamics of Contrastive Learning*, Wang et al.,
+    ICLR 2023), composed as ``AttentionAlignConv.energy / τ`` plus the
+    ``UniformAttention`` energy weighted per anchor.
+
+    Each positive edge :math:`e = (k \to i)` carries :math:`c_e = \bar{A}_{ik} a_e`
+    (see :class:`~cl2gnn.nn.AttentionAlignConv`), and it weights the anchor's whole term:
+
+    .. math::
+        \mathcal{L} = \frac{1}{N} \sum_i \Big(c_i \log \sum_{j \ne i} e^{S_{ij}}
+        - \sum_{(k \to i)} c_e S_{ik}\Big), \qquad c_i = \sum_{(k \to i)} c_e.
+
+    With ``normalize="positives"`` and two views this is the PKU-ML reference code's loss
+    (``beta=1``); ``beta=0`` gives :class:`InfoNCELoss`. The attention features ``h1, h2``
+    (e.g. backbone outputs) default to the projections.
+
+    Args:
+        temperature (float, optional): :math:`\tau` (default: ``0.5``).
+        beta (float, optional): attention sharpness :math:`\beta` (default: ``1.0``).
+        normalize (str, optional): ``"negatives"`` (paper) or ``"positives"`` (reference
+            code) (default: ``"negatives"``).
+
+    Shapes:
+        - **input:** ``z1, z2`` :math:`(B, d)` (+ ``h1, h2`` :math:`(B, d_h)`), or ``x``
+          :math:`(N, d)` with ``edge_index``/``sample_id`` (+ ``h1`` :math:`(N, d_h)`)
+        - **output:** scalar
+
+    Examples:
+        >>> loss_fn = AttentionInfoNCELoss(temperature=0.5, beta=1.0)
+        >>> loss = loss_fn(proj1, proj2, h1=backbone1, h2=backbone2)
+    """
+
+    def __init__(
+        self, temperature: float = 0.5, beta: float = 1.0, normalize: str = "negatives"
+    ) -> None:
+        super().__init__()
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.temperature, self.beta, self.normalize = temperature, beta, normalize
+        AttentionAlignConv(normalize=normalize)  # validates `normalize` early
+
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor | None = None,
+        *,
+        h1: Tensor | None = None,
+        h2: Tensor | None = None,
+        edge_index: Tensor | None = None,
+        edge_weight: Tensor | None = None,
+        sample_id: Tensor | None = None,
+    ) -> Tensor:
+        return attention_info_nce(
+            z1,
+            z2,
+            h1=h1,
+            h2=h2,
+            edge_index=edge_index,
+            edge_weight=edge_weight,
+            sample_id=sample_id,
+            temperature=self.temperature,
+            beta=self.beta,
+            normalize=self.normalize,
+        )
+
+    def extra_repr(self) -> str:
+        return f"temperature={self.temperature}, beta={self.beta}, normalize={self.normalize!r}"

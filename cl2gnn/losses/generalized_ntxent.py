@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+from ._dense import off_diagonal, positive_mask
+from ._views import resolve_views
+
+
+def generalized_nt_xent(
+    z1: Tensor,
+    z2: Tensor | None = None,
+    *,
+    edge_index: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    sample_id: Tensor | None = None,
+    temperature: float = 0.5,
+    psi: Callable[[Tensor], Tensor] | None = None,
+    eta: Callable[[Tensor], Tensor] | None = None,
+    normalize: bool = True,
+) -> Tensor:
+    """Functional form of :class:`GeneralizedNTXentLoss`."""
+    psi = torch.log1p if psi is None else psi
+    eta = (lambda t: torch.exp(-t / temperature)) if eta is None else eta
+    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    if normalize:
+        x = F.normalize(x, dim=-1)
+    n = x.size(0)
+    sq = (x * x).sum(-1)
+    half_dist2 = 0.5 * (sq[:, None] + sq[None, :] - 2 * x @ x.T).clamp(min=0)
+    similarity = eta(half_dist2)
+    negatives = off_diagonal(n, x.device) & ~positive_mask(edge_index, n)
+    negative_sum = (similarity * negatives).sum(1)
+    edge_index, weight = gcn_norm(edge_index, edge_weight, n, False, False, dtype=x.dtype)
+    src, dst = edge_index
+    return (weight * psi(negative_sum[dst] / similarity[dst, src])).sum() / n
+
+
+class GeneralizedNTXentLoss(torch.nn.Module):
+    r"""Generalised NT-Xent (Calder & Lee): a pluggable outer function :math:`\Psi` and
+    similarity profile :math:`\eta` of the half squared distance
+    :math:`t(a, b) = \frac12 \|a - b\|^2` (``1 - cos`` on the sphere):
+
+    .. math::
+        \mathcal{L} = \mathbb{E}_x\, \Psi\!\left(
+        \frac{\sum_{y} \eta(t(x, y))}{\eta(t(x, x^+))}\right),
+
+    the sum over the anchor's negatives (rows that are neither itself nor a positive), the
+    expectation over anchors (and the ``Ā``-weighted positives of each). The defaults
+    :math:`\Psi(s) = \log(1 + s)`, :math:`\eta(t) = e^{-t/\tau}` give NT-Xent
+    (:class:`InfoNCELoss`) exactly.
+
+    Args:
+        temperature (float, optional): :math:`\tau` of the default :math:`\eta`
+            (default: ``0.5``).
+        psi (callable, optional): :math:`\Psi`, elementwise on tensors (default:
+            ``torch.log1p``).
+        eta (callable, optional): :math:`\eta`, elementwise on tensors (default:
+            ``exp(-t / temperature)``).
+        normalize (bool, optional): L2-normalise the inputs (default: ``True``).
+
+    Shapes:
+        - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
+          ``edge_index`` or ``sample_id``
+        - **output:** scalar
+
+    Examples:
+        >>> loss = GeneralizedNTXentLoss(psi=lambda s: s)(z1, z2)  # Ψ(s) = s
+    """
+
+    def __init__(
+        self,
+        temperature: float = 0.5,
+        psi: Callable[[Tensor], Tensor] | None = None,
+        eta: Callable[[Tensor], Tensor] | None = None,
+        normalize: bool = True,
+    ) -> None:
+        super().__init__()
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.temperature, self.psi, self.eta, self.normalize = temperature, psi, eta, normalize
+
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor | None = None,
+        *,
+        edge_index: Tensor | None = None,
+        edge_weight: Tensor | None = None,
+        sample_id: Tensor | None = None,
+    ) -> Tensor:
+        return generalized_nt_xent(
+            z1,
+            z2,
+            edge_index=edge_index,
+            edge_weight=edge_weight,
+            sample_id=sample_id,
+            temperature=self.temperature,
+            psi=self.psi,
+            eta=self.eta,
+            normalize=self.normalize,
+        )
+
+    def extra_repr(self) -> str:
+        name = getattr(self.psi, "__name__", "custom") if self.psi else "log1p"
+        return f"temperature={self.temperature}, psi={name}, eta={'custom' if self.eta else 'exp'}"

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..nn import ContrastiveConv
+from ._views import resolve_views
+
+
+def info_nce(
+    z1: Tensor,
+    z2: Tensor | None = None,
+    *,
+    edge_index: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    sample_id: Tensor | None = None,
+    temperature: float = 0.5,
+    normalize: bool = True,
+    positive_in_denominator: bool = True,
+) -> Tensor:
+    """Functional form of :class:`InfoNCELoss`."""
+    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    if normalize:
+        x = F.normalize(x, dim=-1)
+    conv = ContrastiveConv(tau=temperature, positive_in_denominator=positive_in_denominator)
+    return conv.energy(x, edge_index, edge_weight) / x.size(0)
+
+
+class InfoNCELoss(torch.nn.Module):
+    r"""InfoNCE / NT-Xent (SimCLR, Chen et al., ICML 2020), composed as
+    ``AlignConv.energy / τ + UniformAttention.energy`` (Proposition 1 of the
+    message-passing paper, Wang et al., ICLR 2023).
+
+    For stacked, L2-normalised features :math:`x` (``N = 2B`` rows for two views),
+    :math:`S_{ij} = x_i^\top x_j / \tau` and the augmentation graph :math:`\bar{A}`:
+
+    .. math::
+        \mathcal{L} = \frac{1}{N} \sum_i \Big(\log \sum_{j \ne i} e^{S_{ij}}
+        - \sum_{(k \to i)} \bar{A}_{ik} S_{ik}\Big),
+
+    the mean over all anchors with the positive kept in the denominator: lightly's
+    ``NTXentLoss`` and solo-learn's ``simclr_loss_func``. With several positives per
+    anchor (``sample_id``) the positive term averages them (regular graphs);
+    ``positive_in_denominator=False`` drops the positives from the sum (decoupled
+    contrastive learning).
+
+    Args:
+        temperature (float, optional): :math:`\tau` (default: ``0.5``).
+        normalize (bool, optional): L2-normalise the inputs (default: ``True``).
+        positive_in_denominator (bool, optional): (default: ``True``).
+
+    Shapes:
+        - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
+          ``edge_index`` :math:`(2, E)` (+ ``edge_weight`` :math:`(E)`) or ``sample_id``
+          :math:`(N)`
+        - **output:** scalar
+
+    Examples:
+        >>> loss_fn = InfoNCELoss(temperature=0.5)
+        >>> z1, z2 = torch.randn(256, 128), torch.randn(256, 128)
+        >>> loss = loss_fn(z1, z2)
+        >>> # kNN positives on one batch of features
+        >>> x = torch.randn(512, 128)
+        >>> loss = loss_fn(x, edge_index=knn_graph(x, k=5, symmetrize="union"))
+    """
+
+    def __init__(
+        self,
+        temperature: float = 0.5,
+        normalize: bool = True,
+        positive_in_denominator: bool = True,
+    ) -> None:
+        super().__init__()
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        self.temperature = temperature
+        self.normalize = normalize
+        self.positive_in_denominator = positive_in_denominator
+
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor | None = None,
+        *,
+        edge_index: Tensor | None = None,
+        edge_weight: Tensor | None = None,
+        sample_id: Tensor | None = None,
+    ) -> Tensor:
+        return info_nce(
+            z1,
+            z2,
+            edge_index=edge_index,
+            edge_weight=edge_weight,
+            sample_id=sample_id,
+            temperature=self.temperature,
+            normalize=self.normalize,
+            positive_in_denominator=self.positive_in_denominator,
+        )
+
+    def extra_repr(self) -> str:
+        return (
+            f"temperature={self.temperature}, normalize={self.normalize}, "
+            f"positive_in_denominator={self.positive_in_denominator}"
+        )

@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+
+from .._validation import check_features, check_same_shape
+from ._dense import off_diagonal
+from ._views import resolve_views
+
+
+def spectral_contrastive(
+    z1: Tensor,
+    z2: Tensor | None = None,
+    *,
+    edge_index: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    sample_id: Tensor | None = None,
+    mu: float = 1.0,
+    normalize: bool = True,
+) -> Tensor:
+    """Functional form of :class:`SpectralContrastiveLoss`."""
+
+    def scale(z: Tensor) -> Tensor:
+        return F.normalize(z, dim=-1) * math.sqrt(mu) if normalize else z
+
+    if z2 is not None and edge_index is None and sample_id is None:
+        check_features(z1, "z1")
+        check_same_shape(z1, z2)
+        a, b = scale(z1), scale(z2)
+        cross = a @ b.T
+        off = off_diagonal(a.size(0), a.device)
+        return -2 * cross.diagonal().mean() + cross[off].square().mean()
+    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    x = scale(x)
+    edge_index, weight = gcn_norm(edge_index, edge_weight, x.size(0), False, False, dtype=x.dtype)
+    src, dst = edge_index
+    positive = (weight * (x[dst] * x[src]).sum(-1)).sum() / weight.sum()
+    gram = x @ x.T
+    return -2 * positive + gram[off_diagonal(x.size(0), x.device)].square().mean()
+
+
+class SpectralContrastiveLoss(torch.nn.Module):
+    r"""Spectral contrastive loss (*Provable Guarantees for Self-Supervised Deep Learning
+    with Spectral Contrastive Loss*, HaoChen et al., NeurIPS 2021): a low-rank
+    factorisation of the normalised augmentation graph,
+
+    .. math::
+        \mathcal{L} = -2\, \mathbb{E}_{(x, x^+)} f(x)^\top f(x^+)
+        + \mathbb{E}_{x \ne x'} \big(f(x)^\top f(x')\big)^2.
+
+    For two view batches the second expectation runs over cross-view pairs
+    :math:`(z_{1,i}, z_{2,j})`, :math:`i \ne j` (the authors' estimator); with a graph the
+    positive term is the ``Ā``-weighted mean over its edges and the second term runs over
+    all pairs of distinct rows. Features are L2-normalised and scaled by
+    :math:`\sqrt{\mu}` unless ``normalize=False``.
+
+    Args:
+        mu (float, optional): squared feature norm after normalisation (default: ``1``).
+        normalize (bool, optional): normalise the features (default: ``True``).
+
+    Shapes:
+        - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
+          ``edge_index`` or ``sample_id``
+        - **output:** scalar
+
+    Examples:
+        >>> loss = SpectralContrastiveLoss()(z1, z2)
+    """
+
+    def __init__(self, mu: float = 1.0, normalize: bool = True) -> None:
+        super().__init__()
+        if not mu > 0:
+            raise ValueError(f"mu must be > 0, got {mu}")
+        self.mu, self.normalize = mu, normalize
+
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor | None = None,
+        *,
+        edge_index: Tensor | None = None,
+        edge_weight: Tensor | None = None,
+        sample_id: Tensor | None = None,
+    ) -> Tensor:
+        return spectral_contrastive(
+            z1,
+            z2,
+            edge_index=edge_index,
+            edge_weight=edge_weight,
+            sample_id=sample_id,
+            mu=self.mu,
+            normalize=self.normalize,
+        )
+
+    def extra_repr(self) -> str:
+        return f"mu={self.mu}, normalize={self.normalize}"

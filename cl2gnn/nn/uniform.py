@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch_geometric.nn import MessagePassing
+from torch_geometric.utils import softmax
+
+from .._validation import as_edge_index, check_features
+from ._graph import scatter_logsumexp
+
+
+class UniformAttention(MessagePassing):
+    r"""One gradient step of the uniformity loss: a (reversed) self-attention on the
+    affinity graph (eqs. 2b, 7, 8, 12 of *A Message Passing Perspective on Learning
+    Dynamics of Contrastive Learning*, Wang et al., ICLR 2023).
+
+    Logits :math:`S_{ij} = x_i^\top x_j / \tau` over the affinity graph (complete by
+    default, self pairs optional; sparse when ``edge_index`` is given), attention
+    :math:`P = \operatorname{softmax}_{\text{row}}(S)`, anchor weights :math:`w`
+    (default ``1``). The symmetric energy (eq. 7) and its exact step are
+
+    .. math::
+        E(X) = \sum_i w_i \operatorname{LSE}_j S_{ij} - \sum_i w_i \frac{\|x_i\|^2}{\tau},
+        \qquad
+        X' = X + \frac{\alpha}{\tau}\left(2 W X - (WP + (WP)^\top) X\right).
+
+    With ``stop_gradient=True`` the keys are detached, :math:`S_{ij} = x_i^\top
+    \operatorname{sg}(x_j)/\tau` (eq. 8):
+
+    .. math::
+        E(X) = \sum_i w_i \operatorname{LSE}_j S_{ij} - \sum_i w_i \frac{\|x_i\|^2}{2\tau},
+        \qquad
+        X' = (I + \tfrac{\alpha}{\tau} W) X - \tfrac{\alpha}{\tau} W P X,
+
+    so ``step=-tau`` gives softmax self-attention :math:`X' = P X` (eq. 12). Energies are
+    sums over anchors; an anchor with no affinity edges contributes only the norm term.
+    The :math:`-\|x\|^2` terms make :math:`\frac{1}{\tau}` ``AlignConv.energy`` plus this
+    energy exactly InfoNCE (Proposition 1).
+
+    Args:
+        step (float, optional): step size :math:`\alpha` (default: ``0.1``).
+        tau (float, optional): temperature :math:`\tau > 0` (default: ``0.5``).
+        stop_gradient (bool, optional): detach the keys (default: ``False``).
+        self_loops (bool, optional): keep :math:`i = j` in the implicit complete affinity
+            graph (default: ``False``).
+        **kwargs (optional): additional arguments of
+            :class:`torch_geometric.nn.conv.MessagePassing`.
+
+    Shapes:
+        - **input:** features :math:`(N, d)`; optional affinity ``edge_index``
+          :math:`(2, E)` (``j -> i`` makes ``j`` a key of anchor ``i``), anchor ``weight``
+          :math:`(N)`, ``exclude_index`` :math:`(2, E')` of pairs removed from the
+          complete graph (e.g. positives, for a decoupled denominator)
+        - **output:** features :math:`(N, d)`; :meth:`energy`: scalar
+    """
+
+    def __init__(
+        self,
+        step: float = 0.1,
+        tau: float = 0.5,
+        stop_gradient: bool = False,
+        self_loops: bool = False,
+        **kwargs,
+    ) -> None:
+        kwargs.setdefault("aggr", "add")
+        super().__init__(**kwargs)
+        if not tau > 0:
+            raise ValueError(f"tau must be > 0, got {tau}")
+        self.step = step
+        self.tau = tau
+        self.stop_gradient = stop_gradient
+        self.self_loops = self_loops
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+
+    def energy(
+        self,
+        x: Tensor,
+        edge_index: Tensor | None = None,
+        *,
+        weight: Tensor | None = None,
+        exclude_index: Tensor | None = None,
+    ) -> Tensor:
+        weight = self._check(x, edge_index, weight, exclude_index)
+        keys = x.detach() if self.stop_gradient else x
+        if edge_index is None:
+            logits = self._dense_logits(x, keys, exclude_index)
+            # a row with every key masked would give a NaN gradient through logsumexp
+            has_keys = torch.isfinite(logits).any(1, keepdim=True)
+            lse = torch.logsumexp(logits.masked_fill(~has_keys, 0.0), dim=1)
+            lse = lse.masked_fill(~has_keys.view(-1), float("-inf"))
+        else:
+            edge_index, _ = as_edge_index(edge_index, None, x.size(0))
+            src, dst = edge_index
+            logits = (x[dst] * keys[src]).sum(-1) / self.tau
+            lse = scatter_logsumexp(logits, dst, x.size(0))
+        has_keys = torch.isfinite(lse)
+        lse_term = (weight * torch.where(has_keys, lse, torch.zeros_like(lse))).sum()
+        norm_scale = 2.0 if self.stop_gradient else 1.0
+        return lse_term - (weight * (x * x).sum(-1)).sum() / (norm_scale * self.tau)
+
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor | None = None,
+        *,
+        weight: Tensor | None = None,
+        exclude_index: Tensor | None = None,
+    ) -> Tensor:
+        weight = self._check(x, edge_index, weight, exclude_index)
+        if edge_index is None:
+            attn = torch.softmax(self._dense_logits(x, x, exclude_index), dim=1)
+            attn = torch.nan_to_num(attn) * weight[:, None]  # rows without keys -> 0
+            attended = attn @ x
+            transposed = attn.T @ x if not self.stop_gradient else None
+        else:
+            edge_index, _ = as_edge_index(edge_index, None, x.size(0))
+            src, dst = edge_index
+            attn = softmax((x[dst] * x[src]).sum(-1) / self.tau, dst, num_nodes=x.size(0))
+            attn = attn * weight[dst]
+            attended = self.propagate(edge_index, x=x, edge_weight=attn)
+            transposed = (
+                self.propagate(edge_index.flip(0), x=x, edge_weight=attn)
+                if not self.stop_gradient
+                else None
+            )
+        rate = self.step / self.tau
+        if self.stop_gradient:
+            return x + rate * (weight[:, None] * x - attended)
+        return x + rate * (2 * weight[:, None] * x - attended - transposed)
+
+    def message(self, x_j: Tensor, edge_weight: Tensor) -> Tensor:
+        return edge_weight.view(-1, 1) * x_j
+
+    def _check(
+        self,
+        x: Tensor,
+        edge_index: Tensor | None,
+        weight: Tensor | None,
+        exclude_index: Tensor | None,
+    ) -> Tensor:
+        check_features(x, min_rows=1 if self.self_loops or edge_index is not None else 2)
+        if edge_index is not None and exclude_index is not None:
+            raise ValueError("exclude_index applies to the implicit complete graph only")
+        if weight is None:
+            return x.new_ones(x.size(0))
+        if weight.shape != (x.size(0),):
+            raise ValueError(
+                f"weight must have shape [N] = [{x.size(0)}], got {tuple(weight.shape)}"
+            )
+        return weight.detach().to(x.dtype)
+
+    def _dense_logits(self, x: Tensor, keys: Tensor, exclude_index: Tensor | None) -> Tensor:
+        logits = x @ keys.T / self.tau
+        mask = torch.zeros_like(logits, dtype=torch.bool)
+        if not self.self_loops:
+            mask.fill_diagonal_(True)
+        if exclude_index is not None:
+            exclude_index, _ = as_edge_index(exclude_index, None, x.size(0), allow_empty=True)
+            mask[exclude_index[1], exclude_index[0]] = True
+        return logits.masked_fill(mask, float("-inf"))
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__name__}(step={self.step}, tau={self.tau}, "
+            f"stop_gradient={self.stop_gradient}, self_loops={self.self_loops})"
+        )

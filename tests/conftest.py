@@ -1,0 +1,31 @@
+import os
+import warnings
+
+import pytest
+import torch
+from hypothesis import HealthCheck, settings
+
+warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated")
+
+settings.register_profile(
+    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def random_graph(n, num_edges, generator=None, weighted=True):
+    edge_index = torch.randint(0, n, (2, num_edges), generator=generator)
+    weight = torch.rand(num_edges, generator=generator, dtype=torch.float64) + 0.1
+    return edge_index, (weight if weighted else None)
+
+
+def identity_error(op, x, *args, **kwargs):
+    """max |forward(x) - (x - step * grad energy(x))| in float64."""
+    x = x.detach().to(torch.float64).requires_grad_(True)
+    (grad,) = torch.autograd.grad(op.energy(x, *args, **kwargs), x)
+    return float((op(x, *args, **kwargs) - (x - op.step * grad)).abs().max())
