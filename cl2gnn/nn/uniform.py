@@ -3,10 +3,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
-from torch_geometric.utils import softmax
+from torch_geometric.utils import is_undirected, softmax
 
 from .._validation import as_edge_index, check_features
 from ._graph import scatter_logsumexp
+from .tiled import tiled_logsumexp
+
+IMPLEMENTATIONS = ("auto", "dense", "tiled")
+TILED_MIN_ROWS = 2048  # "auto" switches to the tiled energy from this many rows on
 
 
 class UniformAttention(MessagePassing):
@@ -43,6 +47,11 @@ class UniformAttention(MessagePassing):
         stop_gradient (bool, optional): detach the keys (default: ``False``).
         self_loops (bool, optional): keep :math:`i = j` in the implicit complete affinity
             graph (default: ``False``).
+        implementation (str, optional): energy of the complete graph computed
+            ``"dense"`` (``O(N²)`` memory), ``"tiled"`` (exact, ``O(N d + tile²)`` memory,
+            :func:`~cl2gnn.nn.tiled.tiled_logsumexp`) or ``"auto"`` (tiled from
+            2,048 rows on) (default: ``"auto"``).
+        tile_size (int, optional): block size of the tiled energy (default: ``1024``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -60,12 +69,22 @@ class UniformAttention(MessagePassing):
         tau: float = 0.5,
         stop_gradient: bool = False,
         self_loops: bool = False,
+        implementation: str = "auto",
+        tile_size: int = 1024,
         **kwargs,
     ) -> None:
         kwargs.setdefault("aggr", "add")
         super().__init__(**kwargs)
         if not tau > 0:
             raise ValueError(f"tau must be > 0, got {tau}")
+        if implementation not in IMPLEMENTATIONS:
+            raise ValueError(
+                f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}"
+            )
+        if tile_size < 1:
+            raise ValueError(f"tile_size must be >= 1, got {tile_size}")
+        self.implementation = implementation
+        self.tile_size = tile_size
         self.step = step
         self.tau = tau
         self.stop_gradient = stop_gradient
@@ -82,7 +101,20 @@ class UniformAttention(MessagePassing):
         weight: Tensor | None = None,
         exclude_index: Tensor | None = None,
     ) -> Tensor:
-        weight = self._check(x, edge_index, weight, exclude_index)
+        weight, exclude_index = self._check(x, edge_index, weight, exclude_index)
+        norm_scale = 2.0 if self.stop_gradient else 1.0
+        norm_term = (weight * (x * x).sum(-1)).sum() / (norm_scale * self.tau)
+        if edge_index is None and self._use_tiled(x, exclude_index):
+            lse_term = tiled_logsumexp(
+                x,
+                self.tau,
+                weight,
+                self.stop_gradient,
+                self.self_loops,
+                exclude_index,
+                self.tile_size,
+            )
+            return lse_term - norm_term
         keys = x.detach() if self.stop_gradient else x
         if edge_index is None:
             logits = self._dense_logits(x, keys, exclude_index)
@@ -97,8 +129,7 @@ class UniformAttention(MessagePassing):
             lse = scatter_logsumexp(logits, dst, x.size(0))
         has_keys = torch.isfinite(lse)
         lse_term = (weight * torch.where(has_keys, lse, torch.zeros_like(lse))).sum()
-        norm_scale = 2.0 if self.stop_gradient else 1.0
-        return lse_term - (weight * (x * x).sum(-1)).sum() / (norm_scale * self.tau)
+        return lse_term - norm_term
 
     def forward(
         self,
@@ -108,7 +139,7 @@ class UniformAttention(MessagePassing):
         weight: Tensor | None = None,
         exclude_index: Tensor | None = None,
     ) -> Tensor:
-        weight = self._check(x, edge_index, weight, exclude_index)
+        weight, exclude_index = self._check(x, edge_index, weight, exclude_index)
         if edge_index is None:
             attn = torch.softmax(self._dense_logits(x, x, exclude_index), dim=1)
             attn = torch.nan_to_num(attn) * weight[:, None]  # rows without keys -> 0
@@ -139,17 +170,29 @@ class UniformAttention(MessagePassing):
         edge_index: Tensor | None,
         weight: Tensor | None,
         exclude_index: Tensor | None,
-    ) -> Tensor:
+    ) -> tuple[Tensor, Tensor | None]:
         check_features(x, min_rows=1 if self.self_loops or edge_index is not None else 2)
-        if edge_index is not None and exclude_index is not None:
-            raise ValueError("exclude_index applies to the implicit complete graph only")
+        if exclude_index is not None:
+            if edge_index is not None:
+                raise ValueError("exclude_index applies to the implicit complete graph only")
+            exclude_index, _ = as_edge_index(exclude_index, None, x.size(0), allow_empty=True)
         if weight is None:
-            return x.new_ones(x.size(0))
+            return x.new_ones(x.size(0)), exclude_index
         if weight.shape != (x.size(0),):
             raise ValueError(
                 f"weight must have shape [N] = [{x.size(0)}], got {tuple(weight.shape)}"
             )
-        return weight.detach().to(x.dtype)
+        return weight.detach().to(x.dtype), exclude_index
+
+    def _use_tiled(self, x: Tensor, exclude_index: Tensor | None) -> bool:
+        if self.implementation == "dense":
+            return False
+        symmetric = exclude_index is None or is_undirected(exclude_index, num_nodes=x.size(0))
+        if self.implementation == "tiled":
+            if not symmetric:
+                raise ValueError("the tiled energy needs a symmetric exclude_index")
+            return True
+        return symmetric and x.size(0) >= TILED_MIN_ROWS
 
     def _dense_logits(self, x: Tensor, keys: Tensor, exclude_index: Tensor | None) -> Tensor:
         logits = x @ keys.T / self.tau
@@ -157,12 +200,12 @@ class UniformAttention(MessagePassing):
         if not self.self_loops:
             mask.fill_diagonal_(True)
         if exclude_index is not None:
-            exclude_index, _ = as_edge_index(exclude_index, None, x.size(0), allow_empty=True)
             mask[exclude_index[1], exclude_index[0]] = True
         return logits.masked_fill(mask, float("-inf"))
 
     def __repr__(self) -> str:
         return (
             f"{self.__class__.__name__}(step={self.step}, tau={self.tau}, "
-            f"stop_gradient={self.stop_gradient}, self_loops={self.self_loops})"
+            f"stop_gradient={self.stop_gradient}, self_loops={self.self_loops}, "
+            f"implementation={self.implementation!r})"
         )

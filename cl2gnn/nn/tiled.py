@@ -1,0 +1,258 @@
+"""Exact, memory-bounded uniformity: ``Σ_i w_i log Σ_{j≠i} exp(x_i·x_j / τ)`` and its
+gradient without ever forming the ``N × N`` logits.
+
+The logits are symmetric, so only the blocks ``(I, J)`` with ``I <= J`` of a ``tile``-sized
+partition are computed; each serves the rows of ``I`` and (transposed) of ``J``:
+
+* forward: one GEMM per block and an online (running-max) logsumexp for both row sets;
+  only ``x``, the per-row ``lse`` and the weights are saved;
+* backward: the block is recomputed, ``A = w_I exp(S - lse_I)`` and
+  ``B = w_J exp(Sᵀ - lse_J)`` give ``Q = A + Bᵀ``, and ``grad_I += Q x_J``,
+  ``grad_J += Qᵀ x_I`` (the stop-gradient variant keeps ``A x_J`` and ``B x_I``).
+
+That is ``2 N² d`` multiply-adds for loss + gradient (a dense implementation needs
+``3 N² d`` and ``O(N²)`` memory) and ``O(N d + tile²)`` extra memory. Low-precision inputs
+are multiplied in their dtype and reduced in float32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+MAX_CONSTANT_SHIFT = 40  # exp(-2 * 40) is still a normal float32
+
+
+def _constant_shift(x: Tensor, tau: float) -> int | None:
+    """An integer ``c >= max_ij x_i·x_j/τ`` (Cauchy-Schwarz), or ``None`` when ``exp(S - c)``
+    could underflow. Integers are exact in every float dtype, so the shift can be applied
+    inside the GEMM through an extra feature column."""
+    bound = float(x.detach().norm(dim=1).max()) ** 2 / tau
+    c = math.ceil(bound)
+    return c if c <= MAX_CONSTANT_SHIFT else None
+
+
+def _shifted_operands(x: Tensor, tau: float, c: int) -> tuple[Tensor, Tensor]:
+    """``q = [x/τ, -c]``, ``k = [x, 1]``: ``q_i·k_j = x_i·x_j/τ - c``."""
+    ones = torch.ones(x.size(0), 1, dtype=x.dtype, device=x.device)
+    return torch.cat([x / tau, -c * ones], dim=1), torch.cat([x, ones], dim=1)
+
+
+def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _ranges(n: int, tile: int) -> list[tuple[int, int]]:
+    return [(s, min(s + tile, n)) for s in range(0, n, tile)]
+
+
+def _excluded_by_block(exclude: Tensor | None, n: int, tile: int) -> dict:
+    """Excluded pairs ``(i, j)``, ``i <= j``, grouped by block, in block coordinates."""
+    if exclude is None or exclude.numel() == 0:
+        return {}
+    i = torch.minimum(exclude[0], exclude[1])
+    j = torch.maximum(exclude[0], exclude[1])
+    bi, bj = i // tile, j // tile
+    key = bi * ((n + tile - 1) // tile) + bj
+    order = torch.argsort(key)
+    key, i, j, bi, bj = key[order], i[order], j[order], bi[order], bj[order]
+    _, counts = torch.unique_consecutive(key, return_counts=True)
+    out = {}
+    start = 0
+    for count in counts.tolist():
+        sl = slice(start, start + count)
+        block = (int(bi[start]), int(bj[start]))
+        out[block] = (i[sl] - block[0] * tile, j[sl] - block[1] * tile)
+        start += count
+    return out
+
+
+def _block_logits(queries, keys, rows, cols, acc, diagonal, self_loops, masked, out):
+    """``queries_I keys_Jᵀ`` in ``acc`` precision into ``out``, masked entries ``-inf``."""
+    q, k = queries[rows[0] : rows[1]], keys[cols[0] : cols[1]].T
+    if out.dtype == q.dtype:
+        s = torch.mm(q, k, out=out[: q.size(0), : k.size(1)])
+    else:
+        s = torch.mm(q, k).to(acc)
+    if diagonal and not self_loops:
+        s.fill_diagonal_(float("-inf"))
+    if masked is not None:
+        li, lj = masked
+        s[li, lj] = float("-inf")
+        if diagonal:
+            s[lj, li] = float("-inf")
+    return s
+
+
+def _online_update(m: Tensor, s: Tensor, block: Tensor, dim: int, inplace: bool) -> None:
+    """Fold the exp-sums of ``block`` along ``dim`` into running max ``m`` and sum ``s``."""
+    new_max = torch.maximum(m, block.amax(dim))
+    safe = torch.where(torch.isfinite(new_max), new_max, torch.zeros_like(new_max))
+    shift = safe[:, None] if dim == 1 else safe[None, :]
+    shifted = block.sub_(shift) if inplace else block - shift
+    s.mul_(torch.exp(m - safe)).add_(shifted.exp_().sum(dim))
+    m.copy_(new_max)
+
+
+class _TiledLogSumExp(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, tau, stop_gradient, self_loops, exclude, tile):
+        n, acc = x.size(0), _acc_dtype(x.dtype)
+        blocks = _excluded_by_block(exclude, n, tile)
+        shift = _constant_shift(x, tau)
+        if shift is None:
+            lse = _lse_online(x, tau, self_loops, blocks, tile, acc)
+        else:
+            lse = _lse_constant_shift(x, tau, shift, self_loops, blocks, tile, acc)
+        has_keys = torch.isfinite(lse)
+        ctx.save_for_backward(
+            x, weight, torch.where(has_keys, lse, torch.full_like(lse, float("inf")))
+        )
+        ctx.settings = (tau, stop_gradient, self_loops, tile, blocks, shift)
+        w = weight.to(acc)
+        return (w * torch.where(has_keys, lse, torch.zeros_like(lse))).sum().to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, weight, lse = ctx.saved_tensors
+        tau, stop_gradient, self_loops, tile, blocks, shift = ctx.settings
+        acc = _acc_dtype(x.dtype)
+        if shift is None:
+            grad = _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc)
+        else:
+            grad = _grad_constant_shift(
+                x, weight, lse, tau, shift, stop_gradient, self_loops, blocks, tile, acc
+            )
+        grad.mul_(grad_output.to(acc))
+        return grad.to(x.dtype), None, None, None, None, None, None
+
+
+def _lse_constant_shift(x, tau, c, self_loops, blocks, tile, acc):
+    """Forward with ``E = exp(S - c)``: one exp per block serves its rows and columns."""
+    n = x.size(0)
+    q, k = _shifted_operands(x, tau, c)
+    total = torch.zeros(n, dtype=acc, device=x.device)
+    buffer = torch.empty(min(tile, n), min(tile, n), dtype=acc, device=x.device)
+    ranges = _ranges(n, tile)
+    for a, rows in enumerate(ranges):
+        for b in range(a, len(ranges)):
+            cols = ranges[b]
+            e = _block_logits(
+                q, k, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
+            ).exp_()
+            total[slice(*rows)] += e.sum(1)
+            if a != b:
+                total[slice(*cols)] += e.sum(0)
+    return total.log() + c
+
+
+def _grad_constant_shift(x, weight, lse, tau, c, stop_gradient, self_loops, blocks, tile, acc):
+    """``grad_i = Σ_j E_ij (u_i + u_j) x_j`` with ``u = w exp(c - lse) / τ`` (symmetric);
+    the stop-gradient variant keeps ``u_i Σ_j E_ij x_j``."""
+    n = x.size(0)
+    q, k = _shifted_operands(x, tau, c)
+    u = torch.exp(c - lse) * weight.to(acc) / tau
+    grad = torch.zeros(n, x.size(1), dtype=acc, device=x.device)
+    size = min(tile, n)
+    buffer = torch.empty(size, size, dtype=acc, device=x.device)
+    outer = torch.empty(size, size, dtype=acc, device=x.device)
+    ranges = _ranges(n, tile)
+    for a, rows in enumerate(ranges):
+        r = slice(*rows)
+        for b in range(a, len(ranges)):
+            cols = ranges[b]
+            cs = slice(*cols)
+            e = _block_logits(
+                q, k, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
+            ).exp_()
+            if stop_gradient:
+                grad[r] += u[r, None] * torch.mm(e.to(x.dtype), x[cs]).to(acc)
+                if a != b:
+                    grad[cs] += u[cs, None] * torch.mm(e.T.to(x.dtype), x[r]).to(acc)
+                continue
+            weights = outer[: e.size(0), : e.size(1)]
+            torch.add(u[r, None], u[None, cs], out=weights)
+            e = e.mul_(weights).to(x.dtype)
+            grad[r] += torch.mm(e, x[cs]).to(acc)
+            if a != b:
+                grad[cs] += torch.mm(e.T, x[r]).to(acc)
+    return grad
+
+
+def _lse_online(x, tau, self_loops, blocks, tile, acc):
+    """Forward for unbounded logits: a running max per row (flash-attention style)."""
+    n = x.size(0)
+    m = torch.full((n,), float("-inf"), dtype=acc, device=x.device)
+    s = torch.zeros(n, dtype=acc, device=x.device)
+    xs = x / tau
+    buffer = torch.empty(min(tile, n), min(tile, n), dtype=acc, device=x.device)
+    ranges = _ranges(n, tile)
+    for a, rows in enumerate(ranges):
+        for b in range(a, len(ranges)):
+            cols = ranges[b]
+            blk = _block_logits(
+                xs, x, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
+            )
+            r, c = slice(*rows), slice(*cols)
+            if a != b:  # the block also serves the rows of J, transposed
+                _online_update(m[c], s[c], blk, 0, inplace=False)
+            _online_update(m[r], s[r], blk, 1, inplace=True)
+    return s.log() + m  # -inf for rows without keys
+
+
+def _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc):
+    n = x.size(0)
+    # fold the row weights into the softmax shift: w_i exp(S - lse_i) = exp(S - shift_i);
+    # a zero weight gives shift = +inf, i.e. a zero row
+    shift = lse - torch.log(weight.to(acc) / tau)
+    grad = torch.zeros(n, x.size(1), dtype=acc, device=x.device)
+    xs = x / tau
+    size = min(tile, n)
+    buffer = torch.empty(size, size, dtype=acc, device=x.device)
+    attn = torch.empty(size, size, dtype=acc, device=x.device)
+    ranges = _ranges(n, tile)
+    for a, rows in enumerate(ranges):
+        r = slice(*rows)
+        for b in range(a, len(ranges)):
+            cols = ranges[b]
+            c = slice(*cols)
+            blk = _block_logits(
+                xs, x, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
+            )
+            rows_attn = attn[: blk.size(0), : blk.size(1)]
+            torch.sub(blk, shift[r, None], out=rows_attn).exp_()  # A = w_I P_IJ / τ
+            if a == b:
+                q = rows_attn if stop_gradient else rows_attn.add_(rows_attn.T.clone())
+                grad[r] += torch.mm(q.to(x.dtype), x[r]).to(acc)
+                continue
+            cols_attn = blk.sub_(shift[None, c]).exp_()  # Bᵀ = (w_J P_JI / τ)ᵀ
+            if stop_gradient:
+                grad[r] += torch.mm(rows_attn.to(x.dtype), x[c]).to(acc)
+                grad[c] += torch.mm(cols_attn.T.to(x.dtype), x[r]).to(acc)
+            else:
+                q = rows_attn.add_(cols_attn).to(x.dtype)
+                grad[r] += torch.mm(q, x[c]).to(acc)
+                grad[c] += torch.mm(q.T, x[r]).to(acc)
+    return grad
+
+
+def tiled_logsumexp(
+    x: Tensor,
+    tau: float,
+    weight: Tensor | None = None,
+    stop_gradient: bool = False,
+    self_loops: bool = False,
+    exclude_index: Tensor | None = None,
+    tile_size: int = 1024,
+) -> Tensor:
+    r"""``Σ_i w_i log Σ_j exp(x_i·x_j/τ)`` over the complete graph (self pairs optional,
+    a *symmetric* set of pairs ``exclude_index`` removed), exact, in ``O(N d + tile²)``
+    memory. With ``stop_gradient`` the keys are treated as constants in the gradient.
+    Rows without any key contribute 0."""
+    if weight is None:
+        weight = x.new_ones(x.size(0))
+    return _TiledLogSumExp.apply(
+        x, weight.detach(), float(tau), stop_gradient, self_loops, exclude_index, int(tile_size)
+    )

@@ -1,0 +1,82 @@
+"""Node-classification datasets through PyG, plus an embedded default that needs no download.
+
+A dataset root may hold PyG's raw files (e.g. ``$CL2GNN_DATA/planetoid/Cora/raw``). PyG
+writes ``processed/`` beside ``raw/``, so the raw files are first copied into a cache
+(``$CL2GNN_CACHE``, default ``~/.cache/cl2gnn``): a shared or read-only data root is never
+written to. Without local raw files PyG downloads into the cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import torch
+from torch_geometric.data import Data
+
+from ..graphs import knn_graph
+
+# name -> (PyG class, root sub-folder under CL2GNN_DATA, folder of the raw files in a root)
+_PYG = {
+    "Cora": ("Planetoid", "planetoid", "Cora"),
+    "CiteSeer": ("Planetoid", "planetoid", "CiteSeer"),
+    "PubMed": ("Planetoid", "planetoid", "PubMed"),
+    "Computers": ("Amazon", "amazon", "Computers"),
+    "Photo": ("Amazon", "amazon", "Photo"),
+    "CS": ("Coauthor", "coauthor", "CS"),
+    "Physics": ("Coauthor", "coauthor", "Physics"),
+    "WikiCS": ("WikiCS", "wikics", "."),
+}
+EMBEDDED = "digits-knn"
+DATASETS = (EMBEDDED, *_PYG)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CL2GNN_CACHE", Path.home() / ".cache" / "cl2gnn"))
+
+
+def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
+    """A PyG ``Data`` with ``x``, ``edge_index``, ``y`` (and Planetoid's public masks).
+
+    Args:
+        name: one of :data:`DATASETS` (case-insensitive).
+        root: a folder holding the dataset (``<root>/<Name>/raw``, WikiCS: ``<root>/raw``);
+            default ``$CL2GNN_DATA/<planetoid|amazon|coauthor|wikics>``, else download.
+    """
+    canonical = {n.lower(): n for n in DATASETS}.get(name.lower())
+    if canonical is None:
+        raise ValueError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)}")
+    if canonical == EMBEDDED:
+        return digits_knn_graph()
+    import torch_geometric.datasets as pyg_datasets
+
+    cls_name, sub, folder = _PYG[canonical]
+    if root is None and os.environ.get("CL2GNN_DATA"):
+        root = str(Path(os.environ["CL2GNN_DATA"]) / sub)
+    staged = cache_dir() / sub
+    source = Path(root) / folder / "raw" if root else None
+    target = staged / folder / "raw"
+    if source is not None and source.is_dir() and not target.is_dir():
+        shutil.copytree(source, target)
+    cls = getattr(pyg_datasets, cls_name)
+    if cls_name == "WikiCS":
+        dataset = cls(str(staged), is_undirected=True)
+    else:
+        dataset = cls(str(staged), canonical)
+    data = dataset[0]
+    data.name = canonical
+    return data
+
+
+def digits_knn_graph(k: int = 10) -> Data:
+    """scikit-learn's 1,797 real 8×8 digit images as nodes of a union-symmetrised cosine
+    kNN graph built with :func:`cl2gnn.graphs.knn_graph` (10 classes, 64 features)."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
+    edge_index = knn_graph(x, k=k, metric="cosine", backend="torch", symmetrize="union")
+    data = Data(x=x, edge_index=edge_index, y=torch.tensor(digits.target))
+    data.name = EMBEDDED
+    return data
