@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-from ._dense import off_diagonal, positive_mask
+from . import _tiling
+from ._tiling import edges_by_target, row_tiled_sum, self_mask
 from ._views import resolve_views
 
 
@@ -29,15 +30,22 @@ def generalized_nt_xent(
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if normalize:
         x = F.normalize(x, dim=-1)
-    n = x.size(0)
+    n, tile = x.size(0), _tiling.TILE
     sq = (x * x).sum(-1)
-    half_dist2 = 0.5 * (sq[:, None] + sq[None, :] - 2 * x @ x.T).clamp(min=0)
-    similarity = eta(half_dist2)
-    negatives = off_diagonal(n, x.device) & ~positive_mask(edge_index, n)
-    negative_sum = (similarity * negatives).sum(1)
     edge_index, weight = gcn_norm(edge_index, edge_weight, n, False, False, dtype=x.dtype)
-    src, dst = edge_index
-    return (weight * psi(negative_sum[dst] / similarity[dst, src])).sum() / n
+    groups = edges_by_target(edge_index, n, tile)
+
+    def term(start: int, end: int) -> Tensor:
+        dist2 = sq[start:end, None] + sq[None, :] - 2 * x[start:end] @ x.T
+        similarity = eta(0.5 * dist2.clamp_(min=0))
+        ids = groups[start // tile]
+        local, src = edge_index[1, ids] - start, edge_index[0, ids]
+        excluded = self_mask(start, end, n, x.device)
+        excluded[local, src] = True
+        negative_sum = similarity.masked_fill(excluded, 0.0).sum(1)
+        return (weight[ids] * psi(negative_sum[local] / similarity[local, src])).sum()
+
+    return row_tiled_sum(term, n, tile) / n
 
 
 class GeneralizedNTXentLoss(torch.nn.Module):

@@ -13,15 +13,18 @@ MIXTURES = (None, "simple", "concat")
 MIXTURE_FORMS = ("loss", "kernel")
 
 
-def log_kernel(x: Tensor, gamma: float, temperature: float) -> Tensor:
-    r"""``log K(x_i, x_j) = -‖x_i - x_j‖^γ / τ`` for all pairs (``[N, N]``).
+def log_kernel(x: Tensor, y: Tensor, gamma: float, temperature: float) -> Tensor:
+    r"""``log K(x_i, y_j) = -‖x_i - y_j‖^γ / τ`` for all pairs (``[N, M]``).
 
     The squared distance is clamped at ``1e-12`` so that ``γ < 2`` has a finite gradient at
     coincident points.
     """
-    sq = (x * x).sum(-1)
-    dist2 = (sq[:, None] + sq[None, :] - 2 * x @ x.T).clamp(min=1e-12)
-    return -dist2.pow(gamma / 2) / temperature
+    dist2 = ((x * x).sum(-1)[:, None] + (y * y).sum(-1)[None, :] - 2 * x @ y.T).clamp_(min=1e-12)
+    return (
+        dist2.pow_(gamma / 2).mul_(-1.0 / temperature)
+        if gamma != 2
+        else dist2.mul_(-1.0 / temperature)
+    )
 
 
 def kernel_info_nce(
@@ -48,8 +51,10 @@ def kernel_info_nce(
         raise ValueError(f"lam must lie in (0, 1), got {lam}")
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if mixture is None:
-        logits = log_kernel(F.normalize(x, dim=-1), gamma, temperature)
-        return graph_contrastive(logits, edge_index, edge_weight)
+        x = F.normalize(x, dim=-1)
+        return graph_contrastive(
+            x, lambda q, k: log_kernel(q, k, gamma, temperature), edge_index, edge_weight
+        )
     temperature2 = temperature if temperature2 is None else temperature2
     if mixture == "simple":
         first = second = F.normalize(x, dim=-1)
@@ -58,14 +63,25 @@ def kernel_info_nce(
             raise ValueError("mixture='concat' splits the features in two: needs d >= 2")
         half = x.size(1) // 2
         first, second = F.normalize(x[:, :half], dim=-1), F.normalize(x[:, half:], dim=-1)
-    logits1 = log_kernel(first, gamma, temperature)
-    logits2 = log_kernel(second, gamma2, temperature2)
+    width = first.size(1)
+
+    def kernel1(q: Tensor, k: Tensor) -> Tensor:
+        return log_kernel(q[:, :width], k[:, :width], gamma, temperature)
+
+    def kernel2(q: Tensor, k: Tensor) -> Tensor:
+        return log_kernel(q[:, width:], k[:, width:], gamma2, temperature2)
+
+    both = torch.cat([first, second], dim=1)  # one tensor so the kernels share row tiles
     if mixture_form == "loss":
-        return lam * graph_contrastive(logits1, edge_index, edge_weight) + (
-            1 - lam
-        ) * graph_contrastive(logits2, edge_index, edge_weight)
-    mixed = torch.logaddexp(logits1 + math.log(lam), logits2 + math.log(1 - lam))
-    return graph_contrastive(mixed, edge_index, edge_weight)
+        first_loss = graph_contrastive(both, kernel1, edge_index, edge_weight)
+        return lam * first_loss + (1 - lam) * graph_contrastive(
+            both, kernel2, edge_index, edge_weight
+        )
+
+    def mixed(q: Tensor, k: Tensor) -> Tensor:
+        return torch.logaddexp(kernel1(q, k) + math.log(lam), kernel2(q, k) + math.log(1 - lam))
+
+    return graph_contrastive(both, mixed, edge_index, edge_weight)
 
 
 class KernelInfoNCELoss(torch.nn.Module):

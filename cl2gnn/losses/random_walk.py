@@ -3,8 +3,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch_geometric.utils import coalesce, remove_self_loops
 
-from ._dense import off_diagonal, positive_mask
+from ..nn import UniformAttention
 from ._views import resolve_views
 
 FORMS = ("paper", "squared")
@@ -26,15 +27,17 @@ def random_walk_loss(
     x, edge_index, _ = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     x = F.normalize(x, dim=-1)
     n = x.size(0)
-    others = off_diagonal(n, x.device)
-    logits = (x @ x.T / temperature).masked_fill(~others, float("-inf"))
-    walk = torch.softmax(logits, dim=1)  # P = D^{-1} W with W_ii = 0
-    positive = positive_mask(edge_index, n)
-    negative = others & ~positive
-    miss, hit = 1 - walk, walk
-    if form == "squared":
-        miss, hit = miss.square(), hit.square()
-    return (miss[positive].sum() + hit[negative].sum()) / n
+    edge_index, _ = remove_self_loops(coalesce(edge_index, num_nodes=n))  # 1[i∼j], j != i
+    src, dst = edge_index
+    # P_ij = exp(S_ij - lse_i): UniformAttention's attention, tiled for large N
+    lse = UniformAttention(tau=temperature).row_logsumexp(x)
+    walk = ((x[dst] * x[src]).sum(-1) / temperature - lse[dst]).exp()
+    degree = float(edge_index.size(1))
+    if form == "paper":  # Σ_{j≁i} P_ij = 1 - Σ_{j∼i} P_ij, as a row of P sums to one
+        return (degree + n - 2 * walk.sum()) / n
+    # Σ_{j≠i} P_ij² = exp(LSE_j(2 S_ij) - 2 lse_i): the log-partition at temperature τ/2
+    lse_half = UniformAttention(tau=temperature / 2).row_logsumexp(x)
+    return (degree - 2 * walk.sum() + (lse_half - 2 * lse).exp().sum()) / n
 
 
 class RandomWalkLoss(torch.nn.Module):
@@ -51,6 +54,10 @@ class RandomWalkLoss(torch.nn.Module):
 
     (``form="paper"``), or with both terms squared (``form="squared"``, the reference
     code's form). Features are L2-normalised; edge weights are ignored (adjacency only).
+    Both forms reduce to ``O(E)`` terms and ``UniformAttention``'s per-anchor
+    log-partition (tiled for large batches): with :math:`\sum_{j \ne i} P_{ij} = 1` the
+    paper form is :math:`\frac{1}{N}\sum_i (d_i + 1 - 2\sum_{j \sim i} P_{ij})`, and
+    :math:`\sum_{j \ne i} P_{ij}^2` is the log-partition at temperature :math:`\tau/2`.
 
     Args:
         temperature (float, optional): :math:`\tau` (default: ``0.5``).

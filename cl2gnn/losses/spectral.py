@@ -8,7 +8,6 @@ from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from .._validation import check_features, check_same_shape
-from ._dense import off_diagonal
 from ._views import resolve_views
 
 
@@ -31,16 +30,20 @@ def spectral_contrastive(
         check_features(z1, "z1")
         check_same_shape(z1, z2)
         a, b = scale(z1), scale(z2)
-        cross = a @ b.T
-        off = off_diagonal(a.size(0), a.device)
-        return -2 * cross.diagonal().mean() + cross[off].square().mean()
+        return -2 * (a * b).sum(-1).mean() + _mean_off_diagonal_square(a, b)
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     x = scale(x)
     edge_index, weight = gcn_norm(edge_index, edge_weight, x.size(0), False, False, dtype=x.dtype)
     src, dst = edge_index
     positive = (weight * (x[dst] * x[src]).sum(-1)).sum() / weight.sum()
-    gram = x @ x.T
-    return -2 * positive + gram[off_diagonal(x.size(0), x.device)].square().mean()
+    return -2 * positive + _mean_off_diagonal_square(x, x)
+
+
+def _mean_off_diagonal_square(a: Tensor, b: Tensor) -> Tensor:
+    """``mean_{i != j} (a_i·b_j)²`` without masks: all pairs minus the diagonal."""
+    n = a.size(0)
+    total = (a @ b.T).square_().sum()
+    return (total - (a * b).sum(-1).square().sum()) / (n * (n - 1))
 
 
 class SpectralContrastiveLoss(torch.nn.Module):

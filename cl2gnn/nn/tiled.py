@@ -1,18 +1,21 @@
-"""Exact, memory-bounded uniformity: ``Σ_i w_i log Σ_{j≠i} exp(x_i·x_j / τ)`` and its
-gradient without ever forming the ``N × N`` logits.
+"""Exact, memory-bounded log-partition of the uniformity term: per row
+``lse_i = log Σ_{j≠i} exp(x_i·x_j / τ)`` and its gradient, never forming the ``N × N``
+logits.
 
-The logits are symmetric, so only the blocks ``(I, J)`` with ``I <= J`` of a ``tile``-sized
-partition are computed; each serves the rows of ``I`` and (transposed) of ``J``:
+The logits are symmetric, so only the blocks ``(I, J)``, ``I <= J``, of a ``tile``-sized
+partition are computed; each serves the rows of ``I`` and (transposed) those of ``J``:
 
-* forward: one GEMM per block and an online (running-max) logsumexp for both row sets;
-  only ``x``, the per-row ``lse`` and the weights are saved;
-* backward: the block is recomputed, ``A = w_I exp(S - lse_I)`` and
-  ``B = w_J exp(Sᵀ - lse_J)`` give ``Q = A + Bᵀ``, and ``grad_I += Q x_J``,
-  ``grad_J += Qᵀ x_I`` (the stop-gradient variant keeps ``A x_J`` and ``B x_I``).
+* forward: one GEMM per block; when ``max ‖x‖² / τ <= 40`` (e.g. unit rows, τ >= 0.025)
+  a constant integer shift ``c`` is applied inside the GEMM (an extra feature column), so
+  one ``exp`` per block serves rows and columns; otherwise an online (running-max)
+  logsumexp. Only ``x`` and ``lse`` are saved.
+* backward, with upstream row weights ``w = ∂L/∂lse``: the block is recomputed and
+  ``Q_IJ = E_IJ ⊙ (u_I + u_J)``, ``u = w exp(c - lse) / τ``, gives
+  ``grad_I += Q x_J`` and ``grad_J += Qᵀ x_I`` (stop-gradient: ``u_I ⊙ E x_J``).
 
-That is ``2 N² d`` multiply-adds for loss + gradient (a dense implementation needs
-``3 N² d`` and ``O(N²)`` memory) and ``O(N d + tile²)`` extra memory. Low-precision inputs
-are multiplied in their dtype and reduced in float32.
+Loss and gradient cost ``2 N² d`` multiply-adds (a dense implementation ``3 N² d``) and
+``O(N d + tile²)`` extra memory. Low-precision inputs are multiplied in their dtype and
+reduced in float32.
 """
 
 from __future__ import annotations
@@ -96,9 +99,9 @@ def _online_update(m: Tensor, s: Tensor, block: Tensor, dim: int, inplace: bool)
     m.copy_(new_max)
 
 
-class _TiledLogSumExp(torch.autograd.Function):
+class _TiledRowLogSumExp(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, weight, tau, stop_gradient, self_loops, exclude, tile):
+    def forward(ctx, x, tau, stop_gradient, self_loops, exclude, tile):
         n, acc = x.size(0), _acc_dtype(x.dtype)
         blocks = _excluded_by_block(exclude, n, tile)
         shift = _constant_shift(x, tau)
@@ -106,27 +109,27 @@ class _TiledLogSumExp(torch.autograd.Function):
             lse = _lse_online(x, tau, self_loops, blocks, tile, acc)
         else:
             lse = _lse_constant_shift(x, tau, shift, self_loops, blocks, tile, acc)
-        has_keys = torch.isfinite(lse)
-        ctx.save_for_backward(
-            x, weight, torch.where(has_keys, lse, torch.full_like(lse, float("inf")))
-        )
+        ctx.save_for_backward(x, lse)
         ctx.settings = (tau, stop_gradient, self_loops, tile, blocks, shift)
-        w = weight.to(acc)
-        return (w * torch.where(has_keys, lse, torch.zeros_like(lse))).sum().to(x.dtype)
+        return lse.to(x.dtype)
 
     @staticmethod
-    def backward(ctx, grad_output):
-        x, weight, lse = ctx.saved_tensors
+    def backward(ctx, grad_lse):
+        # d lse_i / d x = (P x)_i / τ for the query and P_ij x_i / τ for each key j, so the
+        # gradient is the weighted attention step with weights w = grad_lse
+        x, lse = ctx.saved_tensors
         tau, stop_gradient, self_loops, tile, blocks, shift = ctx.settings
         acc = _acc_dtype(x.dtype)
+        has_keys = torch.isfinite(lse)
+        weight = torch.where(has_keys, grad_lse.to(acc), torch.zeros_like(lse))
+        lse = torch.where(has_keys, lse, torch.full_like(lse, float("inf")))
         if shift is None:
             grad = _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc)
         else:
             grad = _grad_constant_shift(
                 x, weight, lse, tau, shift, stop_gradient, self_loops, blocks, tile, acc
             )
-        grad.mul_(grad_output.to(acc))
-        return grad.to(x.dtype), None, None, None, None, None, None
+        return grad.to(x.dtype), None, None, None, None, None
 
 
 def _lse_constant_shift(x, tau, c, self_loops, blocks, tile, acc):
@@ -204,9 +207,7 @@ def _lse_online(x, tau, self_loops, blocks, tile, acc):
 
 def _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc):
     n = x.size(0)
-    # fold the row weights into the softmax shift: w_i exp(S - lse_i) = exp(S - shift_i);
-    # a zero weight gives shift = +inf, i.e. a zero row
-    shift = lse - torch.log(weight.to(acc) / tau)
+    scale = weight.to(acc) / tau
     grad = torch.zeros(n, x.size(1), dtype=acc, device=x.device)
     xs = x / tau
     size = min(tile, n)
@@ -222,12 +223,12 @@ def _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, a
                 xs, x, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
             )
             rows_attn = attn[: blk.size(0), : blk.size(1)]
-            torch.sub(blk, shift[r, None], out=rows_attn).exp_()  # A = w_I P_IJ / τ
+            torch.sub(blk, lse[r, None], out=rows_attn).exp_().mul_(scale[r, None])  # w_I P_IJ/τ
             if a == b:
                 q = rows_attn if stop_gradient else rows_attn.add_(rows_attn.T.clone())
                 grad[r] += torch.mm(q.to(x.dtype), x[r]).to(acc)
                 continue
-            cols_attn = blk.sub_(shift[None, c]).exp_()  # Bᵀ = (w_J P_JI / τ)ᵀ
+            cols_attn = blk.sub_(lse[None, c]).exp_().mul_(scale[None, c])  # (w_J P_JI / τ)ᵀ
             if stop_gradient:
                 grad[r] += torch.mm(rows_attn.to(x.dtype), x[c]).to(acc)
                 grad[c] += torch.mm(cols_attn.T.to(x.dtype), x[r]).to(acc)
@@ -236,6 +237,23 @@ def _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, a
                 grad[r] += torch.mm(q, x[c]).to(acc)
                 grad[c] += torch.mm(q.T, x[r]).to(acc)
     return grad
+
+
+def tiled_row_logsumexp(
+    x: Tensor,
+    tau: float,
+    stop_gradient: bool = False,
+    self_loops: bool = False,
+    exclude_index: Tensor | None = None,
+    tile_size: int = 1024,
+) -> Tensor:
+    r"""Per row ``log Σ_j exp(x_i·x_j/τ)`` (``[N]``) over the complete graph (self pairs
+    optional, a *symmetric* set of pairs ``exclude_index`` removed), exact, in
+    ``O(N d + tile²)`` memory; ``-inf`` for a row without keys. With ``stop_gradient`` the
+    keys are constants in the gradient."""
+    return _TiledRowLogSumExp.apply(
+        x, float(tau), stop_gradient, self_loops, exclude_index, int(tile_size)
+    )
 
 
 def tiled_logsumexp(
@@ -247,12 +265,7 @@ def tiled_logsumexp(
     exclude_index: Tensor | None = None,
     tile_size: int = 1024,
 ) -> Tensor:
-    r"""``Σ_i w_i log Σ_j exp(x_i·x_j/τ)`` over the complete graph (self pairs optional,
-    a *symmetric* set of pairs ``exclude_index`` removed), exact, in ``O(N d + tile²)``
-    memory. With ``stop_gradient`` the keys are treated as constants in the gradient.
-    Rows without any key contribute 0."""
-    if weight is None:
-        weight = x.new_ones(x.size(0))
-    return _TiledLogSumExp.apply(
-        x, weight.detach(), float(tau), stop_gradient, self_loops, exclude_index, int(tile_size)
-    )
+    """``Σ_i w_i lse_i`` of :func:`tiled_row_logsumexp`; rows without keys contribute 0."""
+    lse = tiled_row_logsumexp(x, tau, stop_gradient, self_loops, exclude_index, tile_size)
+    lse = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
+    return lse.sum() if weight is None else (weight.detach().to(lse.dtype) * lse).sum()

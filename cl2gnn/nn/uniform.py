@@ -7,7 +7,7 @@ from torch_geometric.utils import is_undirected, softmax
 
 from .._validation import as_edge_index, check_features
 from ._graph import scatter_logsumexp
-from .tiled import tiled_logsumexp
+from .tiled import tiled_row_logsumexp
 
 IMPLEMENTATIONS = ("auto", "dense", "tiled")
 TILED_MIN_ROWS = 2048  # "auto" switches to the tiled energy from this many rows on
@@ -102,34 +102,41 @@ class UniformAttention(MessagePassing):
         exclude_index: Tensor | None = None,
     ) -> Tensor:
         weight, exclude_index = self._check(x, edge_index, weight, exclude_index)
+        lse = self._row_logsumexp(x, edge_index, exclude_index)
+        lse_term = (weight * torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))).sum()
         norm_scale = 2.0 if self.stop_gradient else 1.0
-        norm_term = (weight * (x * x).sum(-1)).sum() / (norm_scale * self.tau)
+        return lse_term - (weight * (x * x).sum(-1)).sum() / (norm_scale * self.tau)
+
+    def row_logsumexp(
+        self,
+        x: Tensor,
+        edge_index: Tensor | None = None,
+        *,
+        exclude_index: Tensor | None = None,
+    ) -> Tensor:
+        r"""The per-anchor log-partition :math:`\operatorname{LSE}_j S_{ij}` (``[N]``,
+        ``-inf`` for an anchor without keys), differentiable, tiled like :meth:`energy`."""
+        _, exclude_index = self._check(x, edge_index, None, exclude_index)
+        return self._row_logsumexp(x, edge_index, exclude_index)
+
+    def _row_logsumexp(
+        self, x: Tensor, edge_index: Tensor | None, exclude_index: Tensor | None
+    ) -> Tensor:
         if edge_index is None and self._use_tiled(x, exclude_index):
-            lse_term = tiled_logsumexp(
-                x,
-                self.tau,
-                weight,
-                self.stop_gradient,
-                self.self_loops,
-                exclude_index,
-                self.tile_size,
+            return tiled_row_logsumexp(
+                x, self.tau, self.stop_gradient, self.self_loops, exclude_index, self.tile_size
             )
-            return lse_term - norm_term
         keys = x.detach() if self.stop_gradient else x
-        if edge_index is None:
-            logits = self._dense_logits(x, keys, exclude_index)
-            # a row with every key masked would give a NaN gradient through logsumexp
-            has_keys = torch.isfinite(logits).any(1, keepdim=True)
-            lse = torch.logsumexp(logits.masked_fill(~has_keys, 0.0), dim=1)
-            lse = lse.masked_fill(~has_keys.view(-1), float("-inf"))
-        else:
+        if edge_index is not None:
             edge_index, _ = as_edge_index(edge_index, None, x.size(0))
             src, dst = edge_index
             logits = (x[dst] * keys[src]).sum(-1) / self.tau
-            lse = scatter_logsumexp(logits, dst, x.size(0))
-        has_keys = torch.isfinite(lse)
-        lse_term = (weight * torch.where(has_keys, lse, torch.zeros_like(lse))).sum()
-        return lse_term - norm_term
+            return scatter_logsumexp(logits, dst, x.size(0))
+        logits = self._dense_logits(x, keys, exclude_index)
+        # a row with every key masked would give a NaN gradient through logsumexp
+        has_keys = torch.isfinite(logits).any(1, keepdim=True)
+        lse = torch.logsumexp(logits.masked_fill(~has_keys, 0.0), dim=1)
+        return lse.masked_fill(~has_keys.view(-1), float("-inf"))
 
     def forward(
         self,

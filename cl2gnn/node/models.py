@@ -3,6 +3,8 @@ projection head, with a GAT option."""
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch import Tensor
 from torch_geometric.nn import GATConv, GCNConv
@@ -47,7 +49,9 @@ class GraphEncoder(torch.nn.Module):
         if self.kind == "gat":
             return edge_index
         edge_index, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
-        return to_torch_csr_tensor(edge_index.flip(0), weight, size=(num_nodes, num_nodes))
+        with warnings.catch_warnings():  # torch's "sparse CSR is beta" notices
+            warnings.simplefilter("ignore", UserWarning)
+            return to_torch_csr_tensor(edge_index.flip(0), weight, size=(num_nodes, num_nodes))
 
     def forward(self, x: Tensor, graph: Tensor) -> Tensor:
         """``graph``: the output of :meth:`propagation_graph`."""

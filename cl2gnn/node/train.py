@@ -81,7 +81,7 @@ def train_node_model(
         loss.backward()
         optimizer.step()
         seconds.append(time.perf_counter() - start)
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         bar.set_postfix(loss=f"{losses[-1]:.4f}")
     encoder.eval()
     with torch.no_grad():

@@ -1,0 +1,30 @@
+"""Node-level graph contrastive learning: datasets, encoders, methods, training, evaluation."""
+
+from .config import DEFAULTS, NodeConfig, default_config
+from .datasets import DATASETS, EMBEDDED, load_node_dataset
+from .evaluate import PROTOCOLS, make_split, probe_accuracy
+from .methods import METHODS, NodeObjective
+from .models import GraphEncoder, ProjectionHead
+from .run import format_table, run_node
+from .train import TrainResult, augment, train_node_model
+
+__all__ = [
+    "DATASETS",
+    "DEFAULTS",
+    "EMBEDDED",
+    "METHODS",
+    "PROTOCOLS",
+    "GraphEncoder",
+    "NodeConfig",
+    "NodeObjective",
+    "ProjectionHead",
+    "TrainResult",
+    "augment",
+    "default_config",
+    "format_table",
+    "load_node_dataset",
+    "make_split",
+    "probe_accuracy",
+    "run_node",
+    "train_node_model",
+]
