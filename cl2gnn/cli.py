@@ -70,6 +70,23 @@ def _node(args: argparse.Namespace) -> int:
     return 0
 
 
+def _simulate(args: argparse.Namespace) -> int:
+    from .dynamics import STUDIES, run_study
+
+    if args.list:
+        print("\n".join(STUDIES))
+        return 0
+    if args.study is None:
+        print("name a study (cl2gnn simulate --list shows them)", file=sys.stderr)
+        return 2
+    names = list(STUDIES) if args.study == "all" else [args.study]
+    for name in names:
+        result = run_study(name, args.out, args.steps, args.seed)
+        print(f"{name}: " + json.dumps(result.metrics))
+        print("  wrote " + ", ".join([*result.figures, str(Path(args.out) / f"{name}.json")]))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .node import DATASETS, EMBEDDED, METHODS, PROTOCOLS
 
@@ -106,6 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--json", help="write the result to this JSON file")
     node.add_argument("--no-progress", action="store_true")
     node.set_defaults(func=_node)
+
+    simulate = sub.add_parser(
+        "simulate",
+        help="run a synthetic study of the learning dynamics (figures + JSON)",
+    )
+    simulate.add_argument("study", nargs="?", help="a study name, or 'all'")
+    simulate.add_argument("--list", action="store_true", help="print the study names")
+    simulate.add_argument("--out", default="runs/simulate")
+    simulate.add_argument("--steps", type=int, help="override the study's default")
+    simulate.add_argument("--seed", type=int, default=0)
+    simulate.set_defaults(func=_simulate)
     return parser
 
 

@@ -7,6 +7,7 @@ from torch import Tensor
 
 from .._validation import as_edge_index, check_features, check_same_shape
 from ..graphs import pair_graph
+from ._operators import cached_pair_graph
 
 
 def resolve_views(
@@ -29,7 +30,7 @@ def resolve_views(
         check_features(z1, "z1")
         check_features(z2, "z2")
         check_same_shape(z1, z2)
-        return torch.cat([z1, z2]), pair_graph(z1.size(0), 2, device=z1.device), None
+        return torch.cat([z1, z2]), cached_pair_graph(z1.size(0), z1.device), None
     check_features(z1, "x")
     if (edge_index is None) == (sample_id is None):
         raise ValueError("with a single feature tensor pass exactly one of edge_index, sample_id")

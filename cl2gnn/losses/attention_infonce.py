@@ -5,7 +5,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import scatter
 
-from ..nn import AttentionAlignConv, UniformAttention
+from ..nn import AttentionAlignConv
+from ._operators import attention_align, uniform_attention
 from ._views import resolve_views
 
 
@@ -30,10 +31,10 @@ def attention_info_nce(
         raise ValueError("h2 goes with z2; pass the attention features of x as h1")
     h = h1 if h2 is None else torch.cat([h1, h2])
     x = F.normalize(x, dim=-1)
-    align = AttentionAlignConv(beta=beta, normalize=normalize)
+    align = attention_align(float(beta), normalize)
     coef = align.attention(x, edge_index, edge_weight, h=h)
     anchor_weight = scatter(coef, edge_index[1], 0, dim_size=x.size(0), reduce="sum")
-    uniform = UniformAttention(tau=temperature)
+    uniform = uniform_attention(float(temperature))
     energy = align.energy(x, edge_index, edge_weight, attention=coef) / temperature
     return (energy + uniform.energy(x, weight=anchor_weight)) / x.size(0)
 

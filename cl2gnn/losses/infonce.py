@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ..nn import ContrastiveConv
+from ._operators import contrastive_conv
 from ._views import resolve_views
 
 
@@ -23,7 +23,7 @@ def info_nce(
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if normalize:
         x = F.normalize(x, dim=-1)
-    conv = ContrastiveConv(tau=temperature, positive_in_denominator=positive_in_denominator)
+    conv = contrastive_conv(float(temperature), bool(positive_in_denominator))
     return conv.energy(x, edge_index, edge_weight) / x.size(0)
 
 

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
 
-from ..nn import UniformAttention
+from ._operators import uniform_attention
 from ._views import resolve_views
 
 FORMS = ("paper", "squared")
@@ -30,13 +30,13 @@ def random_walk_loss(
     edge_index, _ = remove_self_loops(coalesce(edge_index, num_nodes=n))  # 1[i∼j], j != i
     src, dst = edge_index
     # P_ij = exp(S_ij - lse_i): UniformAttention's attention, tiled for large N
-    lse = UniformAttention(tau=temperature).row_logsumexp(x)
+    lse = uniform_attention(float(temperature)).row_logsumexp(x)
     walk = ((x[dst] * x[src]).sum(-1) / temperature - lse[dst]).exp()
     degree = float(edge_index.size(1))
     if form == "paper":  # Σ_{j≁i} P_ij = 1 - Σ_{j∼i} P_ij, as a row of P sums to one
         return (degree + n - 2 * walk.sum()) / n
     # Σ_{j≠i} P_ij² = exp(LSE_j(2 S_ij) - 2 lse_i): the log-partition at temperature τ/2
-    lse_half = UniformAttention(tau=temperature / 2).row_logsumexp(x)
+    lse_half = uniform_attention(temperature / 2).row_logsumexp(x)
     return (degree - 2 * walk.sum() + (lse_half - 2 * lse).exp().sum()) / n
 
 
