@@ -62,6 +62,7 @@ def _node(args: argparse.Namespace) -> int:
         args.root,
         args.device,
         progress=not args.no_progress,
+        encoder=args.encoder,
     )
     print(format_table(results))
     if args.json:
@@ -119,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--protocol", default="grace", choices=PROTOCOLS)
     node.add_argument("--seeds", type=int, default=10)
     node.add_argument("--epochs", type=int, help="override the dataset's default")
+    node.add_argument("--encoder", choices=("gcn", "gat"), help="default: gcn")
     node.add_argument("--device", default="cpu")
     node.add_argument("--json", help="write the result to this JSON file")
     node.add_argument("--no-progress", action="store_true")

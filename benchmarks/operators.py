@@ -1,0 +1,273 @@
+"""Speed and memory of the exact uniformity/InfoNCE implementations and of kNN graph builds.
+
+    python benchmarks/operators.py infonce --sizes 2048 4096 8192 16384 32768 65536
+    python benchmarks/operators.py knn --sizes 10000 50000 --dim 64 --k 10
+    python benchmarks/operators.py fullgraph --nodes 65536 --dim 128
+
+``infonce``: InfoNCE (two views of ``N/2`` samples, ``d = 128``) forward + backward for the
+dense form, a GRACE-style chunked form (chunked forward, but autograd keeps every chunk's
+``N × chunk`` temporaries) and cl2gnn's tiled form. Every (implementation, N) runs in a
+fresh process, so that its peak RSS is its own; the dense/chunked runs are skipped where
+their ``O(N²)`` temporaries would not fit. ``knn``: build time of ``knn_graph`` backends
+against scikit-learn's brute-force ``NearestNeighbors`` (and PyG's ``knn_graph`` when
+torch-cluster is installed), recall@k of the approximate index. ``fullgraph``: one
+full-graph GRACE step (GCN encoder on a random graph, all-pairs InfoNCE over both views).
+Each prints a Markdown table; results also go to ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+DIM = 128
+TAU = 0.5
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def grace_chunked_loss(z1: torch.Tensor, z2: torch.Tensor, tau: float, chunk: int = 1024):
+    """The "batched" GRACE loss: anchors in chunks, but autograd keeps every chunk's
+    exp-similarity matrices, so backward still holds O(N²) memory."""
+    z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
+
+    def semi(a, b):
+        n, losses = a.size(0), []
+        for start in range(0, n, chunk):
+            idx = slice(start, min(start + chunk, n))
+            refl = torch.exp(a[idx] @ a.T / tau)
+            between = torch.exp(a[idx] @ b.T / tau)
+            rows = torch.arange(idx.stop - idx.start)
+            pos = between[rows, rows + start]
+            own = refl[rows, rows + start]
+            losses.append(-torch.log(pos / (refl.sum(1) + between.sum(1) - own)))
+        return torch.cat(losses)
+
+    return 0.5 * (semi(z1, z2) + semi(z2, z1)).mean()
+
+
+def infonce_worker(impl: str, n: int, repeats: int) -> dict:
+    from cl2gnn.losses import _operators, info_nce
+
+    gen = torch.Generator().manual_seed(0)
+    z1 = torch.randn(n // 2, DIM, generator=gen).requires_grad_(True)
+    z2 = torch.randn(n // 2, DIM, generator=gen).requires_grad_(True)
+    if impl in ("dense", "tiled"):
+        _operators.contrastive_conv(TAU, True).uniform.implementation = impl
+
+        def loss_fn():
+            return info_nce(z1, z2, temperature=TAU)
+    else:
+
+        def loss_fn():
+            return grace_chunked_loss(z1, z2, TAU)
+
+    base = rss_mb()
+    times = []
+    for _ in range(repeats + 1):  # the first run pays one-off costs
+        start = time.perf_counter()
+        loss_fn().backward()
+        times.append(time.perf_counter() - start)
+    return {
+        "impl": impl,
+        "n": n,
+        "seconds": min(times[1:]) if repeats else times[0],
+        "peak_rss_mb": peak_rss_mb(),
+        "baseline_rss_mb": base,
+    }
+
+
+def fits(impl: str, n: int, budget_gb: float) -> bool:
+    """Would the O(N²) temporaries of a dense/chunked run fit? (about 6 float32 N×N)"""
+    return impl == "tiled" or 6 * 4 * n * n / 2**30 < budget_gb
+
+
+def run_infonce(sizes, repeats: int, budget_gb: float) -> list[dict]:
+    rows = []
+    for n in sizes:
+        for impl in ("dense", "grace-chunked", "tiled"):
+            if not fits(impl, n, budget_gb):
+                rows.append({"impl": impl, "n": n, "skipped": "O(N²) does not fit"})
+                continue
+            code = [
+                sys.executable,
+                "-W",
+                "ignore",
+                __file__,
+                "_infonce",
+                impl,
+                str(n),
+                str(repeats),
+            ]
+            out = subprocess.run(code, capture_output=True, text=True, check=True).stdout
+            rows.append(json.loads(out.strip().splitlines()[-1]))
+            print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def infonce_table(rows: list[dict]) -> str:
+    lines = [
+        "| N views | dense s | dense peak RSS MB | GRACE-chunked s | chunked peak MB | "
+        "tiled s | tiled peak MB | tiled / dense time |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n in sorted({r["n"] for r in rows}):
+        by = {r["impl"]: r for r in rows if r["n"] == n}
+        cells = []
+        for impl in ("dense", "grace-chunked", "tiled"):
+            r = by[impl]
+            cells += (
+                ["—", "—"] if "skipped" in r else [f"{r['seconds']:.3f}", f"{r['peak_rss_mb']:.0f}"]
+            )
+        ratio = (
+            f"{by['tiled']['seconds'] / by['dense']['seconds']:.2f}"
+            if "skipped" not in by["dense"]
+            else "—"
+        )
+        lines.append(f"| {n} | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines)
+
+
+def timed(fn, *args, **kwargs):
+    start = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - start
+
+
+def run_knn(sizes, dim: int, k: int) -> list[dict]:
+    from sklearn.neighbors import NearestNeighbors
+
+    from cl2gnn.graphs import faiss_available, knn_graph
+
+    rows = []
+    for n in sizes:
+        gen = torch.Generator().manual_seed(0)
+        centers = torch.randn(100, dim, generator=gen) * 3
+        x = centers[torch.randint(0, 100, (n,), generator=gen)] + torch.randn(n, dim, generator=gen)
+
+        exact, t = timed(knn_graph, x, k, "l2", backend="torch")
+        rows.append({"n": n, "method": "cl2gnn torch (tiled matmul+topk)", "seconds": t})
+        exact_set = set(map(tuple, exact.T.tolist()))
+        if faiss_available():
+            _, t = timed(knn_graph, x, k, "l2", backend="faiss")
+            rows.append({"n": n, "method": "cl2gnn faiss flat", "seconds": t})
+            approx, t = timed(knn_graph, x, k, "l2", backend="faiss", index="ivf")
+            recall = len(exact_set & set(map(tuple, approx.T.tolist()))) / exact.size(1)
+            rows.append(
+                {"n": n, "method": "cl2gnn faiss IVF (nprobe 16)", "seconds": t, "recall": recall}
+            )
+        points = x.numpy()
+        nn = NearestNeighbors(n_neighbors=k + 1, algorithm="brute").fit(points)
+        _, t = timed(nn.kneighbors, points)
+        rows.append({"n": n, "method": "scikit-learn NearestNeighbors (brute)", "seconds": t})
+        try:
+            from torch_geometric.nn import knn_graph as pyg_knn
+
+            _, t = timed(pyg_knn, x, k)
+            rows.append({"n": n, "method": "PyG knn_graph (torch-cluster)", "seconds": t})
+        except ImportError:
+            rows.append(
+                {"n": n, "method": "PyG knn_graph", "skipped": "torch-cluster not installed"}
+            )
+        for r in rows[-5:]:
+            print(r, file=sys.stderr, flush=True)
+    return rows
+
+
+def knn_table(rows: list[dict]) -> str:
+    lines = ["| N | method | seconds | recall@k |", "|---|---|---|---|"]
+    for r in rows:
+        if "skipped" in r:
+            lines.append(f"| {r['n']} | {r['method']} | — ({r['skipped']}) | |")
+        else:
+            recall = f"{r['recall']:.3f}" if "recall" in r else "exact"
+            lines.append(f"| {r['n']} | {r['method']} | {r['seconds']:.2f} | {recall} |")
+    return "\n".join(lines)
+
+
+def run_fullgraph(nodes: int, dim: int) -> dict:
+    from torch_geometric.utils import erdos_renyi_graph
+
+    from cl2gnn.losses import info_nce
+    from cl2gnn.node.models import GraphEncoder, ProjectionHead
+    from cl2gnn.node.train import augment
+
+    torch.manual_seed(0)
+    x = torch.randn(nodes, dim)
+    edge_index = erdos_renyi_graph(nodes, 10 / nodes)
+    encoder, head = GraphEncoder(dim, dim), ProjectionHead(dim, dim)
+    base = rss_mb()
+    start = time.perf_counter()
+    x1, e1 = augment(x, edge_index, 0.2, 0.3)
+    x2, e2 = augment(x, edge_index, 0.4, 0.4)
+    z1 = head(encoder(x1, encoder.propagation_graph(e1, nodes)))
+    z2 = head(encoder(x2, encoder.propagation_graph(e2, nodes)))
+    loss = info_nce(z1, z2, temperature=TAU)  # all 2N views: inter- and intra-view negatives
+    loss.backward()
+    seconds = time.perf_counter() - start
+    return {
+        "nodes": nodes,
+        "views": 2 * nodes,
+        "dim": dim,
+        "edges": int(edge_index.size(1)),
+        "step_seconds": seconds,
+        "peak_rss_mb": peak_rss_mb(),
+        "rss_before_step_mb": base,
+        "loss": float(loss),
+    }
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "_infonce":
+        impl, n, repeats = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        print(json.dumps(infonce_worker(impl, n, repeats)))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="bench", required=True)
+    p = sub.add_parser("infonce")
+    p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192, 16384, 32768, 65536])
+    p.add_argument("--repeats", type=int, default=2)
+    p.add_argument("--budget-gb", type=float, default=16.0)
+    p = sub.add_parser("knn")
+    p.add_argument("--sizes", type=int, nargs="+", default=[10000, 50000])
+    p.add_argument("--dim", type=int, default=64)
+    p.add_argument("--k", type=int, default=10)
+    p = sub.add_parser("fullgraph")
+    p.add_argument("--nodes", type=int, default=65536)
+    p.add_argument("--dim", type=int, default=DIM)
+    for p in sub.choices.values():
+        p.add_argument("--json")
+    args = parser.parse_args()
+    torch.set_grad_enabled(True)
+    if args.bench == "infonce":
+        rows = run_infonce(args.sizes, args.repeats, args.budget_gb)
+        text = infonce_table(rows)
+    elif args.bench == "knn":
+        rows = run_knn(args.sizes, args.dim, args.k)
+        text = knn_table(rows)
+    else:
+        rows = run_fullgraph(args.nodes, args.dim)
+        text = "\n".join(f"- {k}: {v}" for k, v in rows.items())
+    print(text)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
