@@ -1,0 +1,144 @@
+"""Image datasets as resident ``uint8`` tensors ``[N, C, H, W]`` plus labels.
+
+* ``digits``: scikit-learn's 1,797 real 8×8 digits (embedded, no download), a fixed 80/20
+  split;
+* ``cifar10`` / ``cifar100``: through torchvision (downloaded into the cache on a user's
+  machine); for ``cifar10`` an ImageFolder zip pair ``<root>/{train,test}.zip`` is used
+  when present (``$CL2GNN_DATA/cifar10-jpeg`` by default);
+* ``folder``: an ImageFolder tree (``<root>/<split>/<class>/*.jpg``) or a zip of one.
+
+Decoded folders/zips are cached as ``.pt`` files under ``$CL2GNN_CACHE/vision``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..node.datasets import cache_dir
+
+DATASETS = ("digits", "cifar10", "cifar100", "folder")
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+@dataclass
+class ImageSet:
+    images: Tensor  # uint8 [N, C, H, W]
+    labels: Tensor  # int64 [N]
+    classes: list[str]
+
+    def __len__(self) -> int:
+        return self.labels.numel()
+
+
+def load_images(name: str, root: str | None = None, train: bool = True) -> ImageSet:
+    if name not in DATASETS:
+        raise ValueError(f"dataset must be one of {DATASETS}, got {name!r}")
+    split = "train" if train else "test"
+    if name == "digits":
+        return _digits(train)
+    if name == "cifar10" and root is None and os.environ.get("CL2GNN_DATA"):
+        candidate = Path(os.environ["CL2GNN_DATA"]) / "cifar10-jpeg"
+        if (candidate / f"{split}.zip").exists():
+            root = str(candidate)
+    if name == "folder" or (root is not None and _is_folder_root(Path(root), split)):
+        if root is None:
+            raise ValueError("dataset 'folder' needs --data-root")
+        return read_image_folder(Path(root), split)
+    return _torchvision(name, root, train)
+
+
+def _is_folder_root(root: Path, split: str) -> bool:
+    return (root / f"{split}.zip").exists() or (root / split).is_dir() or root.suffix == ".zip"
+
+
+def _digits(train: bool) -> ImageSet:
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    images = torch.tensor(digits.images * (255.0 / 16.0)).round().to(torch.uint8)[:, None]
+    labels = torch.tensor(digits.target)
+    perm = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))
+    cut = int(0.8 * len(labels))
+    idx = perm[:cut] if train else perm[cut:]
+    return ImageSet(images[idx], labels[idx], [str(d) for d in range(10)])
+
+
+def _torchvision(name: str, root: str | None, train: bool) -> ImageSet:
+    import torchvision
+
+    cls = torchvision.datasets.CIFAR10 if name == "cifar10" else torchvision.datasets.CIFAR100
+    target = root or str(cache_dir() / "vision" / name)
+    dataset = cls(target, train=train, download=True)
+    images = torch.from_numpy(np.asarray(dataset.data)).permute(0, 3, 1, 2).contiguous()
+    return ImageSet(images, torch.tensor(dataset.targets), list(dataset.classes))
+
+
+def read_image_folder(root: Path, split: str = "train") -> ImageSet:
+    """An ImageFolder tree or zip: ``<split>/<class>/<image>`` (or ``<class>/<image>``)."""
+    source = root / f"{split}.zip" if (root / f"{split}.zip").exists() else root
+    key = hashlib.sha1(f"{source.resolve()}:{split}:{source.stat().st_mtime}".encode()).hexdigest()
+    cached = cache_dir() / "vision" / f"folder-{key[:16]}.pt"
+    if cached.exists():
+        return ImageSet(**torch.load(cached))
+    files = _list_images(source, split)
+    if not files:
+        raise ValueError(f"no images found under {source} (expected <class>/<image> folders)")
+    classes = sorted({cls for cls, _ in files})
+    index = {cls: i for i, cls in enumerate(classes)}
+    images, labels = [], []
+    for cls, data in _read(source, files):
+        images.append(_decode(data))
+        labels.append(index[cls])
+    shapes = {tuple(img.shape) for img in images}
+    if len(shapes) != 1:
+        raise ValueError(f"images must share one size, found {sorted(shapes)[:3]}")
+    result = ImageSet(torch.stack(images), torch.tensor(labels), classes)
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(result.__dict__, cached)
+    return result
+
+
+def _list_images(source: Path, split: str) -> list[tuple[str, str]]:
+    if source.suffix == ".zip":
+        with zipfile.ZipFile(source) as zf:
+            names = [n for n in zf.namelist() if n.lower().endswith(IMAGE_SUFFIXES)]
+    else:
+        base = source / split if (source / split).is_dir() else source
+        names = [
+            str(p.relative_to(source))
+            for p in sorted(base.rglob("*"))
+            if p.suffix.lower() in IMAGE_SUFFIXES
+        ]
+    out = []
+    for name in sorted(names):
+        parts = Path(name).parts
+        if parts[0] == split:
+            parts = parts[1:]
+        if len(parts) == 2:
+            out.append((parts[0], name))
+    return out
+
+
+def _read(source: Path, files: list[tuple[str, str]]):
+    if source.suffix == ".zip":
+        with zipfile.ZipFile(source) as zf:
+            for cls, name in files:
+                yield cls, zf.read(name)
+    else:
+        for cls, name in files:
+            yield cls, (source / name).read_bytes()
+
+
+def _decode(data: bytes) -> Tensor:
+    from torchvision.io import ImageReadMode, decode_image
+
+    buffer = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return decode_image(buffer, mode=ImageReadMode.RGB)
