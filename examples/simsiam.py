@@ -13,7 +13,7 @@ from cl2gnn.vision.models import SSLNet
 from cl2gnn.vision.objectives import SimSiamObjective
 
 PER_DATASET = {
-    "digits": {"arch": "convnet", "epochs": 20, "batch_size": 256, "lr": 0.1, "weight_decay": 5e-4},
+    "digits": {"arch": "convnet", "epochs": 20, "batch_size": 256, "lr": 0.4, "weight_decay": 5e-4},
     "images": {
         "arch": "resnet18",
         "epochs": 200,

@@ -1,0 +1,137 @@
+"""Image SSL speed and short-schedule accuracy.
+
+    python benchmarks/image_ssl.py throughput --arch resnet18 --batch-size 512 --steps 20
+    python benchmarks/image_ssl.py variants --dataset cifar10 --epochs 10
+
+``throughput``: SimCLR training steps (two views, augmentation included) on the current
+device: images/s and the seconds one CIFAR-10 epoch (50,000 images) would take.
+``variants``: SimCLR, +attention, the kernel losses, SimSiam and +multi-stage on the same
+schedule (last-epoch kNN accuracy, not the best epoch). Markdown to stdout, rows to --json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from cl2gnn.vision.augment import MultiViewAugment
+from cl2gnn.vision.data import ImageSet
+from cl2gnn.vision.models import SSLNet
+from cl2gnn.vision.objectives import SimCLRObjective
+from cl2gnn.vision.train import PretrainConfig, Pretrainer
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = {
+    "SimCLR": ("simclr", []),
+    "SimCLR + attention (β=1)": ("simclr", ["--attention", "1.0"]),
+    "SimCLR + Laplacian kernel": ("simclr", ["--kernel", "laplacian"]),
+    "SimCLR + exp-0.5 kernel": ("simclr", ["--kernel", "exp0.5"]),
+    "SimCLR + simple-sum kernel": ("simclr", ["--kernel", "sum"]),
+    "SimCLR + concat-sum kernel": ("simclr", ["--kernel", "concat"]),
+    "SimSiam": ("simsiam", []),
+    "SimSiam + multi-stage (s=2)": ("simsiam", ["--multistage", "2"]),
+}
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name()
+    import platform
+    import subprocess
+
+    out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    names = [s.split(":", 1)[1].strip() for s in out.splitlines() if "Model name" in s]
+    return f"{names[0] if names else platform.processor()} ({torch.get_num_threads()} threads)"
+
+
+def throughput(arch: str, batch_size: int, steps: int, device: str, compile_: bool) -> dict:
+    gen = torch.Generator().manual_seed(0)
+    images = torch.randint(
+        0, 256, (batch_size * (steps + 2), 3, 32, 32), generator=gen, dtype=torch.uint8
+    )
+    data = ImageSet(images, torch.zeros(len(images), dtype=torch.long), ["x"])
+    model = SSLNet(arch, 3, proj_dims=(2048, 128))
+    config = PretrainConfig(epochs=1, batch_size=batch_size, compile=compile_, warmup_epochs=1)
+    trainer = Pretrainer(
+        model, SimCLRObjective(0.5), data, data, MultiViewAugment(), config, device
+    )
+    order = torch.arange(len(images), device=trainer.device)
+    for b in range(2):  # warm-up (and compilation)
+        trainer.train_step(order[b * batch_size : (b + 1) * batch_size])
+    if trainer.cuda:
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    for b in range(2, steps + 2):
+        loss = trainer.train_step(order[b * batch_size : (b + 1) * batch_size])
+    float(loss)  # waits for the device
+    seconds = time.perf_counter() - start
+    per_second = steps * batch_size / seconds
+    return {
+        "arch": arch,
+        "batch_size": batch_size,
+        "device": device_name(device),
+        "images_per_second": per_second,
+        "views_per_second": 2 * per_second,
+        "cifar10_epoch_seconds": 50_000 / per_second,
+        "compile": compile_,
+    }
+
+
+def variants(dataset: str, epochs: int, extra: list[str]) -> list[dict]:
+    rows = []
+    for name, (script, flags) in VARIANTS.items():
+        spec = importlib.util.spec_from_file_location(script, ROOT / "examples" / f"{script}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        args = ["--dataset", dataset, "--epochs", str(epochs), "--no-progress", *flags, *extra]
+        result = module.main(args)
+        rows.append({"variant": name, **{k: v for k, v in result.items() if k != "knn_history"}})
+        print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="bench", required=True)
+    p = sub.add_parser("throughput")
+    p.add_argument("--arch", default="resnet18")
+    p.add_argument("--batch-size", type=int, default=512)
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--compile", action="store_true")
+    p = sub.add_parser("variants")
+    p.add_argument("--dataset", default="cifar10")
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="passed to the examples")
+    for p in sub.choices.values():
+        p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+        p.add_argument("--json")
+    args = parser.parse_args()
+    if args.bench == "throughput":
+        row = throughput(args.arch, args.batch_size, args.steps, args.device, args.compile)
+        rows = [row]
+        text = (
+            "| device | arch | batch | images/s | s per CIFAR-10 epoch |\n|---|---|---|---|---|\n"
+            f"| {row['device']} | {row['arch']} | {row['batch_size']} | "
+            f"{row['images_per_second']:.0f} | {row['cifar10_epoch_seconds']:.1f} |"
+        )
+    else:
+        rows = variants(args.dataset, args.epochs, ["--device", args.device, *args.extra])
+        lines = ["| variant | kNN accuracy (last epoch) | s/epoch | device |", "|---|---|---|---|"]
+        for r in rows:
+            lines.append(
+                f"| {r['variant']} | {r['knn_accuracy']:.4f} | {r['epoch_seconds']:.1f} | {r['device']} |"
+            )
+        text = "\n".join(lines)
+    print(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
