@@ -124,9 +124,8 @@ def main() -> None:
         rows = variants(args.dataset, args.epochs, ["--device", args.device, *args.extra])
         lines = ["| variant | kNN accuracy (last epoch) | s/epoch | device |", "|---|---|---|---|"]
         for r in rows:
-            lines.append(
-                f"| {r['variant']} | {r['knn_accuracy']:.4f} | {r['epoch_seconds']:.1f} | {r['device']} |"
-            )
+            accuracy, seconds = f"{r['knn_accuracy']:.4f}", f"{r['epoch_seconds']:.1f}"
+            lines.append(f"| {r['variant']} | {accuracy} | {seconds} | {r['device']} |")
         text = "\n".join(lines)
     print(text)
     if args.json:
