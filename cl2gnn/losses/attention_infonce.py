@@ -6,6 +6,7 @@ from torch import Tensor
 from torch_geometric.utils import scatter
 
 from ..nn import AttentionAlignConv
+from ._base import GraphLoss
 from ._operators import attention_align, uniform_attention
 from ._views import resolve_views
 
@@ -39,7 +40,7 @@ def attention_info_nce(
     return (energy + uniform.energy(x, weight=anchor_weight)) / x.size(0)
 
 
-class AttentionInfoNCELoss(torch.nn.Module):
+class AttentionInfoNCELoss(GraphLoss):
     r"""InfoNCE whose positive pairs are reweighted by detached attention (eq. 15 of *A
     Message Passing Perspective on Learning Dynamics of Contrastive Learning*, Wang et al.,
     ICLR 2023), composed as ``AttentionAlignConv.energy / τ`` plus the
@@ -72,14 +73,15 @@ class AttentionInfoNCELoss(torch.nn.Module):
         >>> loss = loss_fn(proj1, proj2, h1=backbone1, h2=backbone2)
     """
 
+    functional = staticmethod(attention_info_nce)
+
     def __init__(
         self, temperature: float = 0.5, beta: float = 1.0, normalize: str = "negatives"
     ) -> None:
-        super().__init__()
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
-        self.temperature, self.beta, self.normalize = temperature, beta, normalize
         AttentionAlignConv(normalize=normalize)  # validates `normalize` early
+        super().__init__(temperature=temperature, beta=beta, normalize=normalize)
 
     def forward(
         self,
@@ -100,10 +102,5 @@ class AttentionInfoNCELoss(torch.nn.Module):
             edge_index=edge_index,
             edge_weight=edge_weight,
             sample_id=sample_id,
-            temperature=self.temperature,
-            beta=self.beta,
-            normalize=self.normalize,
+            **self.options,
         )
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}, beta={self.beta}, normalize={self.normalize!r}"

@@ -8,6 +8,7 @@ from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from . import _tiling
+from ._base import GraphLoss
 from ._tiling import edges_by_target, row_tiled_sum, self_mask
 from ._views import resolve_views
 
@@ -48,7 +49,7 @@ def generalized_nt_xent(
     return row_tiled_sum(term, n, tile) / n
 
 
-class GeneralizedNTXentLoss(torch.nn.Module):
+class GeneralizedNTXentLoss(GraphLoss):
     r"""Generalised NT-Xent (Calder & Lee): a pluggable outer function :math:`\Psi` and
     similarity profile :math:`\eta` of the half squared distance
     :math:`t(a, b) = \frac12 \|a - b\|^2` (``1 - cos`` on the sphere):
@@ -80,6 +81,8 @@ class GeneralizedNTXentLoss(torch.nn.Module):
         >>> loss = GeneralizedNTXentLoss(psi=lambda s: s)(z1, z2)  # Ψ(s) = s
     """
 
+    functional = staticmethod(generalized_nt_xent)
+
     def __init__(
         self,
         temperature: float = 0.5,
@@ -87,32 +90,6 @@ class GeneralizedNTXentLoss(torch.nn.Module):
         eta: Callable[[Tensor], Tensor] | None = None,
         normalize: bool = True,
     ) -> None:
-        super().__init__()
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
-        self.temperature, self.psi, self.eta, self.normalize = temperature, psi, eta, normalize
-
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor | None = None,
-        *,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
-    ) -> Tensor:
-        return generalized_nt_xent(
-            z1,
-            z2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            temperature=self.temperature,
-            psi=self.psi,
-            eta=self.eta,
-            normalize=self.normalize,
-        )
-
-    def extra_repr(self) -> str:
-        name = getattr(self.psi, "__name__", "custom") if self.psi else "log1p"
-        return f"temperature={self.temperature}, psi={name}, eta={'custom' if self.eta else 'exp'}"
+        super().__init__(temperature=temperature, psi=psi, eta=eta, normalize=normalize)

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ._base import GraphLoss
 from ._operators import contrastive_conv
 from ._views import resolve_views
 
@@ -27,7 +27,7 @@ def info_nce(
     return conv.energy(x, edge_index, edge_weight) / x.size(0)
 
 
-class InfoNCELoss(torch.nn.Module):
+class InfoNCELoss(GraphLoss):
     r"""InfoNCE / NT-Xent (SimCLR, Chen et al., ICML 2020), composed as
     ``AlignConv.energy / τ + UniformAttention.energy`` (Proposition 1 of the
     message-passing paper, Wang et al., ICLR 2023).
@@ -65,41 +65,18 @@ class InfoNCELoss(torch.nn.Module):
         >>> loss = loss_fn(x, edge_index=knn_graph(x, k=5, symmetrize="union"))
     """
 
+    functional = staticmethod(info_nce)
+
     def __init__(
         self,
         temperature: float = 0.5,
         normalize: bool = True,
         positive_in_denominator: bool = True,
     ) -> None:
-        super().__init__()
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
-        self.temperature = temperature
-        self.normalize = normalize
-        self.positive_in_denominator = positive_in_denominator
-
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor | None = None,
-        *,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
-    ) -> Tensor:
-        return info_nce(
-            z1,
-            z2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            temperature=self.temperature,
-            normalize=self.normalize,
-            positive_in_denominator=self.positive_in_denominator,
-        )
-
-    def extra_repr(self) -> str:
-        return (
-            f"temperature={self.temperature}, normalize={self.normalize}, "
-            f"positive_in_denominator={self.positive_in_denominator}"
+        super().__init__(
+            temperature=temperature,
+            normalize=normalize,
+            positive_in_denominator=positive_in_denominator,
         )

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ._base import GraphLoss
 from ._logits import graph_contrastive
 from ._views import resolve_views
 
@@ -84,7 +85,7 @@ def kernel_info_nce(
     return graph_contrastive(both, mixed, edge_index, edge_weight)
 
 
-class KernelInfoNCELoss(torch.nn.Module):
+class KernelInfoNCELoss(GraphLoss):
     r"""Kernel-InfoNCE (*Contrastive Learning is Spectral Clustering on Similarity Graph*,
     Tan et al., ICLR 2024): InfoNCE with the kernel
     :math:`K(x, y) = \exp(-\|x - y\|^\gamma / \tau)` on L2-normalised features,
@@ -125,6 +126,8 @@ class KernelInfoNCELoss(torch.nn.Module):
         >>> mix = KernelInfoNCELoss(mixture="concat", temperature=0.5, temperature2=0.2)
     """
 
+    functional = staticmethod(kernel_info_nce)
+
     def __init__(
         self,
         gamma: float = 1.0,
@@ -135,44 +138,21 @@ class KernelInfoNCELoss(torch.nn.Module):
         gamma2: float = 2.0,
         temperature2: float | None = None,
     ) -> None:
-        super().__init__()
         if not gamma > 0 or not gamma2 > 0:
             raise ValueError("gamma and gamma2 must be > 0")
         if not temperature > 0 or (temperature2 is not None and not temperature2 > 0):
             raise ValueError("temperatures must be > 0")
-        self.gamma, self.temperature = gamma, temperature
-        self.mixture, self.mixture_form, self.lam = mixture, mixture_form, lam
-        self.gamma2, self.temperature2 = gamma2, temperature2
-
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor | None = None,
-        *,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
-    ) -> Tensor:
-        return kernel_info_nce(
-            z1,
-            z2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            gamma=self.gamma,
-            temperature=self.temperature,
-            mixture=self.mixture,
-            mixture_form=self.mixture_form,
-            lam=self.lam,
-            gamma2=self.gamma2,
-            temperature2=self.temperature2,
-        )
-
-    def extra_repr(self) -> str:
-        text = f"gamma={self.gamma}, temperature={self.temperature}"
-        if self.mixture is not None:
-            text += (
-                f", mixture={self.mixture!r}, mixture_form={self.mixture_form!r}, "
-                f"lam={self.lam}, gamma2={self.gamma2}, temperature2={self.temperature2}"
+        if mixture not in MIXTURES:
+            raise ValueError(f"mixture must be one of {MIXTURES}, got {mixture!r}")
+        if mixture_form not in MIXTURE_FORMS:
+            raise ValueError(f"mixture_form must be one of {MIXTURE_FORMS}, got {mixture_form!r}")
+        options = {"gamma": gamma, "temperature": temperature}
+        if mixture is not None:
+            options.update(
+                mixture=mixture,
+                mixture_form=mixture_form,
+                lam=lam,
+                gamma2=gamma2,
+                temperature2=temperature2,
             )
-        return text
+        super().__init__(**options)

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
 
+from ._base import GraphLoss
 from ._operators import uniform_attention
 from ._views import resolve_views
 
@@ -40,7 +40,7 @@ def random_walk_loss(
     return (degree - 2 * walk.sum() + (lse_half - 2 * lse).exp().sum()) / n
 
 
-class RandomWalkLoss(torch.nn.Module):
+class RandomWalkLoss(GraphLoss):
     r"""The random-walk Laplacian loss: each anchor's one-step random walk on the affinity
     graph should land on its augmentation-graph neighbours (*Contrastive Learning is
     Spectral Clustering on Similarity Graph*, Tan et al., ICLR 2024).
@@ -72,32 +72,11 @@ class RandomWalkLoss(torch.nn.Module):
         >>> loss = RandomWalkLoss(temperature=0.5)(z1, z2)
     """
 
+    functional = staticmethod(random_walk_loss)
+
     def __init__(self, temperature: float = 0.5, form: str = "paper") -> None:
-        super().__init__()
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-        self.temperature, self.form = temperature, form
-
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor | None = None,
-        *,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
-    ) -> Tensor:
-        return random_walk_loss(
-            z1,
-            z2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            temperature=self.temperature,
-            form=self.form,
-        )
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}, form={self.form!r}"
+        super().__init__(temperature=temperature, form=form)

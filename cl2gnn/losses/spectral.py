@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import math
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from .._validation import check_features, check_same_shape
+from ._base import GraphLoss
 from ._views import resolve_views
 
 
@@ -46,7 +46,7 @@ def _mean_off_diagonal_square(a: Tensor, b: Tensor) -> Tensor:
     return (total - (a * b).sum(-1).square().sum()) / (n * (n - 1))
 
 
-class SpectralContrastiveLoss(torch.nn.Module):
+class SpectralContrastiveLoss(GraphLoss):
     r"""Spectral contrastive loss (*Provable Guarantees for Self-Supervised Deep Learning
     with Spectral Contrastive Loss*, HaoChen et al., NeurIPS 2021): a low-rank
     factorisation of the normalised augmentation graph,
@@ -74,30 +74,9 @@ class SpectralContrastiveLoss(torch.nn.Module):
         >>> loss = SpectralContrastiveLoss()(z1, z2)
     """
 
+    functional = staticmethod(spectral_contrastive)
+
     def __init__(self, mu: float = 1.0, normalize: bool = True) -> None:
-        super().__init__()
         if not mu > 0:
             raise ValueError(f"mu must be > 0, got {mu}")
-        self.mu, self.normalize = mu, normalize
-
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor | None = None,
-        *,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
-    ) -> Tensor:
-        return spectral_contrastive(
-            z1,
-            z2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            mu=self.mu,
-            normalize=self.normalize,
-        )
-
-    def extra_repr(self) -> str:
-        return f"mu={self.mu}, normalize={self.normalize}"
+        super().__init__(mu=mu, normalize=normalize)
