@@ -1,7 +1,7 @@
 """SimCLR with cl2gnn's objectives: InfoNCE = AlignConv + UniformAttention, or attention
 alignment (--attention BETA), Kernel-InfoNCE (--kernel), kNN positives (--nn-positives K).
 
-    python examples/simclr.py                          # digits, CPU, about a minute
+    python examples/simclr.py                          # digits, CPU, about 15 s
     python examples/simclr.py --dataset cifar10 --epochs 200 --batch-size 512 --out runs/simclr
 """
 

@@ -1,7 +1,7 @@
 """SimSiam, optionally with multi-stage (JK-mean) targets from cl2gnn's MultiStageMemory
 (--multistage S: the last S epochs, after --warmup-stages epochs).
 
-    python examples/simsiam.py                         # digits, CPU, about a minute
+    python examples/simsiam.py                         # digits, CPU, about 15 s
     python examples/simsiam.py --dataset cifar10 --epochs 200 --multistage 2 --out runs/simsiam
 """
 

@@ -24,7 +24,7 @@ def knn_graph(
     nlist: int | None = None,
     nprobe: int = 16,
     symmetrize: str | None = None,
-    tile_size: int = 4096,
+    tile_size: int = 1024,
     return_scores: bool = False,
 ) -> Tensor | tuple[Tensor, Tensor]:
     r"""The kNN graph of the rows of ``x``, each row's ``k`` nearest others.
@@ -44,7 +44,7 @@ def knn_graph(
         nprobe (int, optional): IVF cells visited per query (default: ``16``).
         symmetrize (str, optional): ``None`` (directed kNN), ``"union"`` (keep an edge
             if either end chose the other) or ``"mutual"`` (only if both did).
-        tile_size (int, optional): query rows per tile of the torch backend.
+        tile_size (int, optional): query rows per tile of the torch backend (default: ``1024``).
         return_scores (bool, optional): also return each edge's similarity (``cosine`` /
             ``ip``) or squared distance (``l2``); not with ``symmetrize``.
 

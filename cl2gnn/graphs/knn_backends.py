@@ -40,7 +40,7 @@ def knn_torch(x: Tensor, k: int, metric: str, tile_size: int) -> tuple[Tensor, T
         q = x[start : start + tile_size]
         s = q @ x.T
         if sq is not None:  # rank by -||q - x||^2 so that larger is better throughout
-            s = 2 * s - sq[start : start + tile_size, None] - sq[None, :]
+            s.mul_(2).sub_(sq[start : start + tile_size, None]).sub_(sq[None, :])
         rows = torch.arange(q.size(0), device=x.device)
         s[rows, rows + start] = float("-inf")
         val, idx = s.topk(k, dim=1)
