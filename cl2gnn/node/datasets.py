@@ -60,10 +60,16 @@ def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
     if source is not None and source.is_dir() and not target.is_dir():
         shutil.copytree(source, target)
     cls = getattr(pyg_datasets, cls_name)
-    if cls_name == "WikiCS":
-        dataset = cls(str(staged), is_undirected=True)
-    else:
-        dataset = cls(str(staged), canonical)
+    try:
+        if cls_name == "WikiCS":
+            dataset = cls(str(staged), is_undirected=True)
+        else:
+            dataset = cls(str(staged), canonical)
+    except OSError as error:  # no local raw files and no way to download them
+        raise RuntimeError(
+            f"{canonical}: no raw files under {source or 'the data root'} and the download "
+            f"failed ({error}); pass --root or set CL2GNN_DATA"
+        ) from error
     data = dataset[0]
     data.name = canonical
     return data
