@@ -7,8 +7,17 @@ from hypothesis import HealthCheck, settings
 
 warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated")
 
+# "ci" (default): a fixed example sequence, so that a run is reproducible; "dev": more,
+# fresh random examples for exploring locally (HYPOTHESIS_PROFILE=dev)
 settings.register_profile(
-    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci",
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "dev", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
