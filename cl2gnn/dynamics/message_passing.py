@@ -28,10 +28,12 @@ def run(out: Path, steps: int = 1000, seed: int = 0, n_per_class: int = 100) -> 
     graph = radius_graph(points, 0.4)
     init = torch.rand(len(points), 2, generator=gen, dtype=torch.float64) * 2 - 1
     step = 0.1
+    align, uniform = AlignConv(step), UniformAttention(step, tau=1.0)
+    contrastive = ContrastiveConv(step, tau=1.0)
     updates = {
-        "alignment": lambda x: AlignConv(step)(x, graph),
-        "uniformity": lambda x: UniformAttention(step, tau=1.0)(x),
-        "contrastive": lambda x: ContrastiveConv(step, tau=1.0)(x, graph),
+        "alignment": lambda x: align(x, graph),
+        "uniformity": uniform,
+        "contrastive": lambda x: contrastive(x, graph),
     }
     result = StudyResult(NAME)
     finals = {}

@@ -79,21 +79,27 @@ def memory_study(steps: int, seed: int, n: int, result: StudyResult, ax) -> None
     edge_index = knn_graph(points, k=8, backend="torch", symmetrize="union")
     ids = torch.arange(n)
     step = 0.1
-    runs = {"alignment": points.clone()}
-    memories = {s: MultiStageMemory(n, 2, stages=s, dtype=torch.float64) for s in (4, 16)}
-    runs.update({f"multi-stage (s={s})": points.clone() for s in memories})
+    align = AlignConv(step=step)
+    # name -> memory (None: plain alignment on the current features)
+    memories = {"alignment": None}
+    memories.update(
+        {
+            f"multi-stage (s={s})": MultiStageMemory(n, 2, stages=s, dtype=torch.float64)
+            for s in (4, 16)
+        }
+    )
+    runs = {name: points.clone() for name in memories}
     spread = {name: [] for name in runs}
     for _ in range(steps):
-        for name, x in runs.items():
-            if name == "alignment":
-                target = x
-            else:  # neighbours' multi-stage features: JK mean of current and stored stages
-                memory = memories[int(name.split("=")[1].rstrip(")"))]
+        for name, memory in memories.items():
+            x = runs[name]
+            target = x
+            if memory is not None:  # neighbours' multi-stage features: JK mean of stages
                 target = memory.aggregate_stages(x, ids)
                 memory.push(x, ids)
                 memory.next_stage()
-            pulled = AlignConv(step=step)(target, edge_index) - (1 - 2 * step) * target
-            runs[name] = (1 - 2 * step) * x + pulled
+            # AlignConv(target) - (1 - 2α) target = 2α Ā_sym target
+            runs[name] = (1 - 2 * step) * x + align(target, edge_index) - (1 - 2 * step) * target
             spread[name].append(float(runs[name].std(dim=0).norm()))
     initial = float(points.std(dim=0).norm())
     for name, curve in spread.items():

@@ -16,8 +16,12 @@ from ..nn import AttentionAlignConv, ContrastiveConv, UniformAttention
 
 
 @lru_cache(maxsize=64)
-def contrastive_conv(tau: float, positive_in_denominator: bool) -> ContrastiveConv:
-    return ContrastiveConv(tau=tau, positive_in_denominator=positive_in_denominator)
+def contrastive_conv(
+    tau: float, positive_in_denominator: bool, implementation: str = "auto"
+) -> ContrastiveConv:
+    return ContrastiveConv(
+        tau=tau, positive_in_denominator=positive_in_denominator, implementation=implementation
+    )
 
 
 @lru_cache(maxsize=64)

@@ -18,12 +18,13 @@ def info_nce(
     temperature: float = 0.5,
     normalize: bool = True,
     positive_in_denominator: bool = True,
+    implementation: str = "auto",
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if normalize:
         x = F.normalize(x, dim=-1)
-    conv = contrastive_conv(float(temperature), bool(positive_in_denominator))
+    conv = contrastive_conv(float(temperature), bool(positive_in_denominator), implementation)
     return conv.energy(x, edge_index, edge_weight) / x.size(0)
 
 
@@ -49,6 +50,9 @@ class InfoNCELoss(GraphLoss):
         temperature (float, optional): :math:`\tau` (default: ``0.5``).
         normalize (bool, optional): L2-normalise the inputs (default: ``True``).
         positive_in_denominator (bool, optional): (default: ``True``).
+        implementation (str, optional): the uniformity term ``"dense"`` (``O(N²)``
+            memory), ``"tiled"`` (exact, ``O(N d)`` memory) or ``"auto"`` (tiled from
+            2,048 rows on) (default: ``"auto"``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
@@ -72,11 +76,14 @@ class InfoNCELoss(GraphLoss):
         temperature: float = 0.5,
         normalize: bool = True,
         positive_in_denominator: bool = True,
+        implementation: str = "auto",
     ) -> None:
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
+        contrastive_conv(float(temperature), True, implementation)  # validates it early
         super().__init__(
             temperature=temperature,
             normalize=normalize,
             positive_in_denominator=positive_in_denominator,
+            implementation=implementation,
         )

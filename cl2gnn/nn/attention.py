@@ -8,7 +8,7 @@ from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
-from .._validation import check_features
+from .._validation import as_edge_index, check_features
 from ._graph import normalized_graph
 
 NORMALIZATIONS = ("negatives", "positives")
@@ -95,6 +95,10 @@ class AttentionAlignConv(MessagePassing):
         """The detached edge weights :math:`c_e = \\bar{A}_e a_e`, ordered as ``edge_index``."""
         check_features(x)
         edge_index, weight = normalized_graph(x, edge_index, edge_weight)
+        return self._attention(x, edge_index, weight, h)
+
+    @torch.no_grad()
+    def _attention(self, x: Tensor, edge_index: Tensor, weight: Tensor, h: Tensor | None) -> Tensor:
         if h is None:
             h = x
         check_features(h, "h")
@@ -157,8 +161,10 @@ class AttentionAlignConv(MessagePassing):
     ) -> tuple[Tensor, Tensor, Tensor]:
         check_features(x)
         if attention is None:
-            attention = self.attention(x, edge_index, edge_weight, h)
-        edge_index, _ = normalized_graph(x, edge_index, edge_weight)
+            edge_index, weight = normalized_graph(x, edge_index, edge_weight)
+            attention = self._attention(x, edge_index, weight, h)
+        else:
+            edge_index, _ = as_edge_index(edge_index, edge_weight, x.size(0))
         if attention.shape != (edge_index.size(1),):
             raise ValueError(
                 f"attention must have shape [E] = [{edge_index.size(1)}], "

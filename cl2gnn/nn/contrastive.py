@@ -35,6 +35,8 @@ class ContrastiveConv(torch.nn.Module):
             among the keys of the uniformity term (NT-Xent); ``False`` removes them (the
             decoupled form) (default: ``True``).
         stop_gradient (bool, optional): stop-gradient uniformity (default: ``False``).
+        implementation (str, optional): the uniformity energy ``"dense"``, ``"tiled"``
+            or ``"auto"``, as in :class:`UniformAttention` (default: ``"auto"``).
 
     Shapes:
         - **input:** features :math:`(N, d)`, augmentation ``edge_index`` :math:`(2, E)`,
@@ -48,12 +50,15 @@ class ContrastiveConv(torch.nn.Module):
         tau: float = 0.5,
         positive_in_denominator: bool = True,
         stop_gradient: bool = False,
+        implementation: str = "auto",
     ) -> None:
         super().__init__()
         self.step, self.tau = step, tau
         self.positive_in_denominator = positive_in_denominator
         self.align = AlignConv(step=step / tau)
-        self.uniform = UniformAttention(step=step, tau=tau, stop_gradient=stop_gradient)
+        self.uniform = UniformAttention(
+            step=step, tau=tau, stop_gradient=stop_gradient, implementation=implementation
+        )
 
     def reset_parameters(self) -> None:
         self.align.reset_parameters()
