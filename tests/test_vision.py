@@ -10,7 +10,7 @@ from torchvision.io import encode_png
 
 from cl2gnn.vision.augment import MultiViewAugment, hsv_to_rgb, rgb_to_hsv
 from cl2gnn.vision.data import ImageSet, load_images, read_image_folder
-from cl2gnn.vision.knn_monitor import weighted_knn_predict
+from cl2gnn.vision.knn_monitor import linear_probe_accuracy, weighted_knn_predict
 from cl2gnn.vision.models import SSLNet
 from cl2gnn.vision.objectives import SimCLRObjective
 from cl2gnn.vision.train import PretrainConfig, Pretrainer
@@ -69,6 +69,16 @@ def test_knn_monitor_equals_bruteforce():
         for s, c in sims:
             votes[c] += torch.exp(torch.tensor(s / t)).item()
         assert int(pred[i]) == max(range(4), key=votes.__getitem__)
+
+
+def test_linear_probe_separates_separable_features_and_not_noise():
+    gen = torch.Generator().manual_seed(0)
+    labels = torch.randint(0, 3, (300,), generator=gen)
+    centers = 5 * torch.randn(3, 8, generator=gen)
+    feats = centers[labels] + torch.randn(300, 8, generator=gen)
+    assert linear_probe_accuracy(feats[:200], labels[:200], feats[200:], labels[200:]) > 0.95
+    noise = torch.randn(300, 8, generator=gen)
+    assert linear_probe_accuracy(noise[:200], labels[:200], noise[200:], labels[200:]) < 0.6
 
 
 def test_image_folder_zip_reader(tmp_path):

@@ -14,7 +14,10 @@ def multi_stage_alignment(
 
     Computed from ``MultiStageMemory.energy``: ``E(x) - ½‖x‖² = -Σ x·sg(z̄)``.
     """
-    x1, x2 = F.normalize(z1, dim=-1), F.normalize(z2, dim=-1)
+    return _alignment(memory, F.normalize(z1, dim=-1), F.normalize(z2, dim=-1), sample_id)
+
+
+def _alignment(memory: MultiStageMemory, x1: Tensor, x2: Tensor, sample_id: Tensor) -> Tensor:
     e1 = memory.energy(x1, sample_id, current=x2) - 0.5 * (x1 * x1).sum()
     e2 = memory.energy(x2, sample_id, current=x1) - 0.5 * (x2 * x2).sum()
     return 0.5 * (e1 + e2) / x1.size(0)
@@ -72,8 +75,8 @@ class MultiStageAlignmentLoss(_MemoryLoss):
     """
 
     def forward(self, z1: Tensor, z2: Tensor, sample_id: Tensor) -> Tensor:
-        loss = multi_stage_alignment(self.memory, z1, z2, sample_id)
         x1, x2 = F.normalize(z1, dim=-1), F.normalize(z2, dim=-1)
+        loss = _alignment(self.memory, x1, x2, sample_id)
         self._store(x1, x2, sample_id)
         return loss
 

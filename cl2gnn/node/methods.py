@@ -12,11 +12,11 @@ from torch import Tensor
 from ..graphs import knn_graph, pair_graph
 from ..losses import (
     KernelInfoNCELoss,
+    MultiStageAlignmentLoss,
     RandomWalkLoss,
     SpectralContrastiveLoss,
     attention_info_nce,
     info_nce,
-    multi_stage_alignment,
 )
 from ..nn import MultiStageMemory
 
@@ -31,30 +31,29 @@ class NodeObjective(torch.nn.Module):
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         self.method, self.tau, self.knn_k = method, tau, knn_k
+        self.register_buffer("pairs", pair_graph(num_nodes, 2), persistent=False)
         if method == "multistage":  # training steps are the stages
-            self.memory = MultiStageMemory(num_nodes, dim, stages=2, warmup=20)
-        self.kernel = KernelInfoNCELoss(gamma=1.0, temperature=tau)
-        self.random_walk = RandomWalkLoss(temperature=tau)
-        self.spectral = SpectralContrastiveLoss()
+            memory = MultiStageMemory(num_nodes, dim, stages=2, warmup=20)
+            self.multistage = MultiStageAlignmentLoss(memory)
+        self.loss = {
+            "kernel": KernelInfoNCELoss(gamma=1.0, temperature=tau),
+            "random_walk": RandomWalkLoss(temperature=tau),
+            "spectral": SpectralContrastiveLoss(),
+        }.get(method)
 
     def forward(self, z1: Tensor, z2: Tensor, h1: Tensor, h2: Tensor) -> Tensor:
         m = self.method
+        if self.loss is not None:
+            return self.loss(z1, z2)
         if m == "grace":  # inter- and intra-view negatives: InfoNCE over the 2N stacked views
             return info_nce(z1, z2, temperature=self.tau)
         if m == "attention":
             return attention_info_nce(z1, z2, h1=h1, h2=h2, temperature=self.tau, beta=1.0)
         if m == "multistage":
             nodes = torch.arange(z1.size(0), device=z1.device)
-            pull = multi_stage_alignment(self.memory, z1, z2, nodes)
-            self.memory.push(0.5 * (_unit(z1) + _unit(z2)).detach(), nodes)
-            self.memory.next_stage()
+            pull = self.multistage(z1, z2, nodes)  # also stores this step's features
+            self.multistage.next_stage()
             return info_nce(z1, z2, temperature=self.tau) + pull / self.tau
-        if m == "kernel":
-            return self.kernel(z1, z2)
-        if m == "random_walk":
-            return self.random_walk(z1, z2)
-        if m == "spectral":
-            return self.spectral(z1, z2)
         return info_nce(
             torch.cat([z1, z2]), edge_index=self._knn_positives(h1, h2), temperature=self.tau
         )
@@ -64,8 +63,4 @@ class NodeObjective(torch.nn.Module):
         n = h1.size(0)
         nbr, node = knn_graph(0.5 * (h1 + h2).detach(), self.knn_k, backend="torch")
         cross = torch.cat([torch.stack([nbr + n, node]), torch.stack([nbr, node + n])], dim=1)
-        return torch.cat([pair_graph(n, 2, device=h1.device), cross], dim=1)
-
-
-def _unit(z: Tensor) -> Tensor:
-    return torch.nn.functional.normalize(z, dim=-1)
+        return torch.cat([self.pairs, cross], dim=1)

@@ -112,11 +112,21 @@ class MultiViewAugment:
         if self.solarize_p > 0:
             sol = self._coin(n, self.solarize_p, generator, device)[:, None, None, None]
             x = torch.where(sol & (x >= 0.5), 1 - x, x)
-        mean = self.mean if self.mean is not None else (0.5,) * c
-        std = self.std if self.std is not None else (0.5,) * c
-        mean_t = torch.tensor(mean[:c], device=device)[None, :, None, None]
-        std_t = torch.tensor(std[:c], device=device)[None, :, None, None]
-        return (x - mean_t) / std_t
+        return self.normalize(x)
+
+    def normalize(self, x: Tensor) -> Tensor:
+        """Per-channel standardisation of ``[0, 1]`` images (what every view ends with)."""
+        c = x.size(1)
+        mean = torch.tensor((self.mean or (0.5,) * c)[:c], device=x.device, dtype=x.dtype)
+        std = torch.tensor((self.std or (0.5,) * c)[:c], device=x.device, dtype=x.dtype)
+        return (x - mean[None, :, None, None]) / std[None, :, None, None]
+
+    def evaluation_view(self, images: Tensor) -> Tensor:
+        """The un-augmented view of ``uint8`` images: resized to ``size``, normalised."""
+        x = images.float().div_(255)
+        if x.size(-1) != self.size:
+            x = F.interpolate(x, size=(self.size, self.size), mode="bilinear", align_corners=False)
+        return self.normalize(x)
 
     @staticmethod
     def _coin(n: int, p: float, gen, device) -> Tensor:

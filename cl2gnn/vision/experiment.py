@@ -91,10 +91,7 @@ def run(
     )
     torch.manual_seed(args.seed)
     model = make_model(args.arch, train.images.size(1))
-    objective = make_objective(
-        len(train),
-        model.projector[-1].num_features if hasattr(model.projector[-1], "num_features") else 0,
-    )
+    objective = make_objective(len(train), model.out_dim)
     trainer = Pretrainer(
         model,
         objective,

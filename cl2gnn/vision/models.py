@@ -74,7 +74,7 @@ class SSLNet(nn.Module):
         self.projector = mlp([dim, *proj_dims], last_bn=simsiam, last_bias=not simsiam)
         out = proj_dims[-1]
         self.predictor = mlp([out, predictor_hidden, out]) if predictor_hidden else None
-        self.feature_dim = dim
+        self.feature_dim, self.out_dim = dim, out
 
     def forward(self, x: torch.Tensor):
         h = self.backbone(x)

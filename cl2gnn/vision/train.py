@@ -55,7 +55,6 @@ class Pretrainer:
         config: PretrainConfig,
         device: str | torch.device = "cpu",
         out: str | Path | None = None,
-        eval_transform: MultiViewAugment | None = None,
     ) -> None:
         if len(train) < config.batch_size:
             raise ValueError(
@@ -70,7 +69,6 @@ class Pretrainer:
         self.train_images = train.images.to(self.device)
         self.train_labels, self.test = train.labels, test
         self.augment, self.config = augment, config
-        self.eval_transform = eval_transform
         self.optimizer = build_optimizer(
             self.model, config.optimizer, config.lr * config.batch_size / 256, config.weight_decay
         )
@@ -100,7 +98,8 @@ class Pretrainer:
     def train_epoch(self) -> float:
         self.model.train()
         c = self.config
-        perm = torch.randperm(len(self.train_labels), generator=self.order_gen)
+        # drawn on the CPU generator (reproducible on any device), moved once per epoch
+        perm = torch.randperm(len(self.train_labels), generator=self.order_gen).to(self.device)
         total, warmup = c.epochs * self.steps_per_epoch, c.warmup_epochs * self.steps_per_epoch
         losses = []
         for b in range(self.steps_per_epoch):
@@ -109,7 +108,7 @@ class Pretrainer:
             for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
                 group["lr"] = base * factor
             idx = perm[b * c.batch_size : (b + 1) * c.batch_size]
-            loss = self.train_step(idx.to(self.device))
+            loss = self.train_step(idx)
             losses.append(loss)
         if hasattr(self.objective, "end_epoch"):
             self.objective.end_epoch()
@@ -141,25 +140,12 @@ class Pretrainer:
         self.model.eval()
         out = []
         for start in range(0, len(images), batch):
-            x = images[start : start + batch].to(self.device)
-            x = self._normalize(x)
+            x = self.augment.evaluation_view(images[start : start + batch].to(self.device))
             with torch.autocast(
                 self.device.type, dtype=torch.bfloat16, enabled=self.cuda and self.config.amp
             ):
                 out.append(self.model.backbone(x).float())
         return torch.cat(out)
-
-    def _normalize(self, x: torch.Tensor) -> torch.Tensor:
-        a = self.augment
-        c = x.size(1)
-        mean = torch.tensor((a.mean or (0.5,) * c)[:c], device=x.device)[None, :, None, None]
-        std = torch.tensor((a.std or (0.5,) * c)[:c], device=x.device)[None, :, None, None]
-        x = x.float() / 255
-        if x.size(-1) != a.size:
-            x = torch.nn.functional.interpolate(
-                x, size=(a.size, a.size), mode="bilinear", align_corners=False
-            )
-        return (x - mean) / std
 
     def knn_monitor(self) -> float:
         train = self.features(self.train_images)
