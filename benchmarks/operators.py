@@ -3,6 +3,7 @@
     python benchmarks/operators.py infonce --sizes 2048 4096 8192 16384 32768 65536
     python benchmarks/operators.py knn --sizes 10000 50000 --dim 64 --k 10
     python benchmarks/operators.py fullgraph --nodes 65536 --dim 128
+    python benchmarks/operators.py gemm --n 5416 --dim 128 --tile 1024
 
 ``infonce``: InfoNCE (two views of ``N/2`` samples, ``d = 128``) forward + backward for the
 dense form, a GRACE-style chunked form (chunked forward, but autograd keeps every chunk's
@@ -20,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -28,12 +28,10 @@ import time
 import torch
 import torch.nn.functional as F
 
+from cl2gnn.node.run import peak_rss_mb
+
 DIM = 128
 TAU = 0.5
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def rss_mb() -> float:
@@ -231,6 +229,23 @@ def run_fullgraph(nodes: int, dim: int) -> dict:
     }
 
 
+def run_gemm(n: int, d: int, tile: int, repeats: int = 20) -> list[dict]:
+    """The tiled loss's inner product ``tile × d @ d × n`` in fp32 and bf16."""
+    rows = []
+    for dtype in (torch.float32, torch.bfloat16):
+        a, b = torch.randn(tile, d, dtype=dtype), torch.randn(d, n, dtype=dtype)
+        out = torch.empty(tile, n, dtype=dtype)
+        torch.mm(a, b, out=out)
+        start = time.perf_counter()
+        for _ in range(repeats):
+            torch.mm(a, b, out=out)
+        seconds = (time.perf_counter() - start) / repeats
+        rows.append(
+            {"dtype": str(dtype), "ms": 1000 * seconds, "gmacs_per_s": tile * d * n / seconds / 1e9}
+        )
+    return rows
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_infonce":
         impl, n, repeats = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -246,6 +261,10 @@ def main() -> None:
     p.add_argument("--sizes", type=int, nargs="+", default=[10000, 50000])
     p.add_argument("--dim", type=int, default=64)
     p.add_argument("--k", type=int, default=10)
+    p = sub.add_parser("gemm")
+    p.add_argument("--n", type=int, default=5416)
+    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--tile", type=int, default=1024)
     p = sub.add_parser("fullgraph")
     p.add_argument("--nodes", type=int, default=65536)
     p.add_argument("--dim", type=int, default=DIM)
@@ -259,6 +278,11 @@ def main() -> None:
     elif args.bench == "knn":
         rows = run_knn(args.sizes, args.dim, args.k)
         text = knn_table(rows)
+    elif args.bench == "gemm":
+        rows = run_gemm(args.n, args.dim, args.tile)
+        text = "| dtype | ms per GEMM | G multiply-adds/s |\n|---|---|---|\n" + "\n".join(
+            f"| {r['dtype']} | {r['ms']:.2f} | {r['gmacs_per_s']:.0f} |" for r in rows
+        )
     else:
         rows = run_fullgraph(args.nodes, args.dim)
         text = "\n".join(f"- {k}: {v}" for k, v in rows.items())
