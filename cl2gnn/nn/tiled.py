@@ -132,110 +132,89 @@ class _TiledRowLogSumExp(torch.autograd.Function):
         return grad.to(x.dtype), None, None, None, None, None
 
 
-def _lse_constant_shift(x, tau, c, self_loops, blocks, tile, acc):
-    """Forward with ``E = exp(S - c)``: one exp per block serves its rows and columns."""
-    n = x.size(0)
-    q, k = _shifted_operands(x, tau, c)
-    total = torch.zeros(n, dtype=acc, device=x.device)
-    buffer = torch.empty(min(tile, n), min(tile, n), dtype=acc, device=x.device)
+def _symmetric_blocks(queries, keys, tile, acc, self_loops, excluded):
+    """Yield ``(I, J, diagonal, S_IJ)`` for the blocks ``I <= J`` of ``queries keysᵀ``;
+    ``S_IJ`` lives in one reused buffer, so consume it before the next block."""
+    n = queries.size(0)
+    size = min(tile, n)
+    buffer = torch.empty(size, size, dtype=acc, device=queries.device)
     ranges = _ranges(n, tile)
     for a, rows in enumerate(ranges):
         for b in range(a, len(ranges)):
             cols = ranges[b]
-            e = _block_logits(
-                q, k, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
-            ).exp_()
-            total[slice(*rows)] += e.sum(1)
-            if a != b:
-                total[slice(*cols)] += e.sum(0)
+            block = _block_logits(
+                queries, keys, rows, cols, acc, a == b, self_loops, excluded.get((a, b)), buffer
+            )
+            yield slice(*rows), slice(*cols), a == b, block
+
+
+def _lse_constant_shift(x, tau, c, self_loops, blocks, tile, acc):
+    """Forward with ``E = exp(S - c)``: one exp per block serves its rows and columns."""
+    q, k = _shifted_operands(x, tau, c)
+    total = torch.zeros(x.size(0), dtype=acc, device=x.device)
+    for r, cs, diagonal, block in _symmetric_blocks(q, k, tile, acc, self_loops, blocks):
+        e = block.exp_()
+        total[r] += e.sum(1)
+        if not diagonal:
+            total[cs] += e.sum(0)
     return total.log() + c
 
 
 def _grad_constant_shift(x, weight, lse, tau, c, stop_gradient, self_loops, blocks, tile, acc):
     """``grad_i = Σ_j E_ij (u_i + u_j) x_j`` with ``u = w exp(c - lse) / τ`` (symmetric);
     the stop-gradient variant keeps ``u_i Σ_j E_ij x_j``."""
-    n = x.size(0)
     q, k = _shifted_operands(x, tau, c)
     u = torch.exp(c - lse) * weight.to(acc) / tau
-    grad = torch.zeros(n, x.size(1), dtype=acc, device=x.device)
-    size = min(tile, n)
-    buffer = torch.empty(size, size, dtype=acc, device=x.device)
+    grad = torch.zeros(x.size(0), x.size(1), dtype=acc, device=x.device)
+    size = min(tile, x.size(0))
     outer = torch.empty(size, size, dtype=acc, device=x.device)
-    ranges = _ranges(n, tile)
-    for a, rows in enumerate(ranges):
-        r = slice(*rows)
-        for b in range(a, len(ranges)):
-            cols = ranges[b]
-            cs = slice(*cols)
-            e = _block_logits(
-                q, k, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
-            ).exp_()
-            if stop_gradient:
-                grad[r] += u[r, None] * torch.mm(e.to(x.dtype), x[cs]).to(acc)
-                if a != b:
-                    grad[cs] += u[cs, None] * torch.mm(e.T.to(x.dtype), x[r]).to(acc)
-                continue
-            weights = outer[: e.size(0), : e.size(1)]
-            torch.add(u[r, None], u[None, cs], out=weights)
-            e = e.mul_(weights).to(x.dtype)
-            grad[r] += torch.mm(e, x[cs]).to(acc)
-            if a != b:
-                grad[cs] += torch.mm(e.T, x[r]).to(acc)
+    for r, cs, diagonal, block in _symmetric_blocks(q, k, tile, acc, self_loops, blocks):
+        e = block.exp_()
+        if stop_gradient:
+            grad[r] += u[r, None] * torch.mm(e.to(x.dtype), x[cs]).to(acc)
+            if not diagonal:
+                grad[cs] += u[cs, None] * torch.mm(e.T.to(x.dtype), x[r]).to(acc)
+            continue
+        weights = outer[: e.size(0), : e.size(1)]
+        torch.add(u[r, None], u[None, cs], out=weights)
+        e = e.mul_(weights).to(x.dtype)
+        grad[r] += torch.mm(e, x[cs]).to(acc)
+        if not diagonal:
+            grad[cs] += torch.mm(e.T, x[r]).to(acc)
     return grad
 
 
 def _lse_online(x, tau, self_loops, blocks, tile, acc):
     """Forward for unbounded logits: a running max per row (flash-attention style)."""
-    n = x.size(0)
-    m = torch.full((n,), float("-inf"), dtype=acc, device=x.device)
-    s = torch.zeros(n, dtype=acc, device=x.device)
-    xs = x / tau
-    buffer = torch.empty(min(tile, n), min(tile, n), dtype=acc, device=x.device)
-    ranges = _ranges(n, tile)
-    for a, rows in enumerate(ranges):
-        for b in range(a, len(ranges)):
-            cols = ranges[b]
-            blk = _block_logits(
-                xs, x, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
-            )
-            r, c = slice(*rows), slice(*cols)
-            if a != b:  # the block also serves the rows of J, transposed
-                _online_update(m[c], s[c], blk, 0, inplace=False)
-            _online_update(m[r], s[r], blk, 1, inplace=True)
+    m = torch.full((x.size(0),), float("-inf"), dtype=acc, device=x.device)
+    s = torch.zeros(x.size(0), dtype=acc, device=x.device)
+    for r, c, diagonal, block in _symmetric_blocks(x / tau, x, tile, acc, self_loops, blocks):
+        if not diagonal:  # the block also serves the rows of J, transposed
+            _online_update(m[c], s[c], block, 0, inplace=False)
+        _online_update(m[r], s[r], block, 1, inplace=True)
     return s.log() + m  # -inf for rows without keys
 
 
 def _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc):
-    n = x.size(0)
     scale = weight.to(acc) / tau
-    grad = torch.zeros(n, x.size(1), dtype=acc, device=x.device)
-    xs = x / tau
-    size = min(tile, n)
-    buffer = torch.empty(size, size, dtype=acc, device=x.device)
+    grad = torch.zeros(x.size(0), x.size(1), dtype=acc, device=x.device)
+    size = min(tile, x.size(0))
     attn = torch.empty(size, size, dtype=acc, device=x.device)
-    ranges = _ranges(n, tile)
-    for a, rows in enumerate(ranges):
-        r = slice(*rows)
-        for b in range(a, len(ranges)):
-            cols = ranges[b]
-            c = slice(*cols)
-            blk = _block_logits(
-                xs, x, rows, cols, acc, a == b, self_loops, blocks.get((a, b)), buffer
-            )
-            rows_attn = attn[: blk.size(0), : blk.size(1)]
-            torch.sub(blk, lse[r, None], out=rows_attn).exp_().mul_(scale[r, None])  # w_I P_IJ/τ
-            if a == b:
-                q = rows_attn if stop_gradient else rows_attn.add_(rows_attn.T.clone())
-                grad[r] += torch.mm(q.to(x.dtype), x[r]).to(acc)
-                continue
-            cols_attn = blk.sub_(lse[None, c]).exp_().mul_(scale[None, c])  # (w_J P_JI / τ)ᵀ
-            if stop_gradient:
-                grad[r] += torch.mm(rows_attn.to(x.dtype), x[c]).to(acc)
-                grad[c] += torch.mm(cols_attn.T.to(x.dtype), x[r]).to(acc)
-            else:
-                q = rows_attn.add_(cols_attn).to(x.dtype)
-                grad[r] += torch.mm(q, x[c]).to(acc)
-                grad[c] += torch.mm(q.T, x[r]).to(acc)
+    for r, c, diagonal, block in _symmetric_blocks(x / tau, x, tile, acc, self_loops, blocks):
+        rows_attn = attn[: block.size(0), : block.size(1)]
+        torch.sub(block, lse[r, None], out=rows_attn).exp_().mul_(scale[r, None])  # w_I P_IJ/τ
+        if diagonal:
+            q = rows_attn if stop_gradient else rows_attn.add_(rows_attn.T.clone())
+            grad[r] += torch.mm(q.to(x.dtype), x[r]).to(acc)
+            continue
+        cols_attn = block.sub_(lse[None, c]).exp_().mul_(scale[None, c])  # (w_J P_JI / τ)ᵀ
+        if stop_gradient:
+            grad[r] += torch.mm(rows_attn.to(x.dtype), x[c]).to(acc)
+            grad[c] += torch.mm(cols_attn.T.to(x.dtype), x[r]).to(acc)
+        else:
+            q = rows_attn.add_(cols_attn).to(x.dtype)
+            grad[r] += torch.mm(q, x[c]).to(acc)
+            grad[c] += torch.mm(q.T, x[r]).to(acc)
     return grad
 
 
