@@ -24,3 +24,14 @@ def test_module_entry_point_info():
         [sys.executable, "-m", "cl2gnn", "info"], capture_output=True, text=True, check=True
     )
     assert "torch_geometric" in result.stdout and "faiss" in result.stdout
+
+
+def test_readme_quick_tour_runs():
+    """The README's Python example is executed as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert float(namespace["loss"]) > 0 and namespace["x_next"].shape == (512, 64)

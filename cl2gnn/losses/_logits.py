@@ -34,7 +34,7 @@ def graph_contrastive(
         ids = groups[start // tile]
         local, src = edge_index[1, ids] - start, edge_index[0, ids]
         positive = (weight[ids] * logits[local, src]).sum()
-        masked = logits.clone()
+        masked = logits  # the positives are gathered: mask in place, no N-wide copy
         masked[:, start:end].fill_diagonal_(float("-inf"))
         if not positive_in_denominator:
             masked[local, src] = float("-inf")

@@ -15,6 +15,7 @@ from pathlib import Path
 import torch
 from torch_geometric.data import Data
 
+from .._paths import cache_dir
 from ..graphs import knn_graph
 
 # name -> (PyG class, root sub-folder under CL2GNN_DATA, folder of the raw files in a root)
@@ -30,10 +31,6 @@ _PYG = {
 }
 EMBEDDED = "digits-knn"
 DATASETS = (EMBEDDED, *_PYG)
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("CL2GNN_CACHE", Path.home() / ".cache" / "cl2gnn"))
 
 
 def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:

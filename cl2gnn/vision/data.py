@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..node.datasets import cache_dir
+from .._paths import cache_dir
 
 DATASETS = ("digits", "cifar10", "cifar100", "folder")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
