@@ -16,7 +16,7 @@ from .nn import AlignConv, AttentionAlignConv, ContrastiveConv, MultiStageMemory
 def _identity_error(op: torch.nn.Module, x: torch.Tensor, *args, **kwargs) -> float:
     x = x.detach().requires_grad_(True)
     (grad,) = torch.autograd.grad(op.energy(x, *args, **kwargs), x)
-    return float((op(x, *args, **kwargs) - (x - op.step * grad)).abs().max())
+    return float((op(x, *args, **kwargs) - (x - op.step * grad)).detach().abs().max())
 
 
 def run_checks(device: str = "cpu", num_nodes: int = 64, dim: int = 16, seed: int = 0) -> list:

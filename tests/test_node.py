@@ -16,6 +16,8 @@ from cl2gnn.node import (
     probe_accuracy,
     train_node_model,
 )
+from cl2gnn.node.features import SparseFeatures, prepare_features
+from cl2gnn.node.models import GraphEncoder
 
 DATA = os.environ.get("CL2GNN_DATA")
 HAS_CORA = bool(DATA) and (Path(DATA) / "planetoid" / "Cora" / "raw").is_dir()
@@ -100,3 +102,37 @@ def test_gat_encoder_and_bad_names(digits):
         load_node_dataset("Karate")
     with pytest.raises(ValueError, match="method"):
         train_node_model(digits, "byol", config, progress=False)
+
+
+@pytest.mark.parametrize("conv", ["gcn", "gat"])
+def test_sparse_features_equal_the_masked_dense_path(conv):
+    # a fixed sparse X with the column mask moved to the weight: same outputs and gradients
+    gen = torch.Generator().manual_seed(0)
+    x = (torch.rand(30, 40, generator=gen, dtype=torch.float64) < 0.05).double()
+    edge_index = torch.randint(0, 30, (2, 90), generator=gen)
+    mask = (torch.rand(40, generator=gen) > 0.3).double()
+    sparse = prepare_features(x)
+    assert isinstance(sparse, SparseFeatures) and torch.equal(sparse.to_dense(), x)
+    encoder = GraphEncoder(40, 8, conv=conv).double()
+    graph = encoder.propagation_graph(edge_index, 30)
+    if conv == "gcn":
+        graph = graph.to(torch.float64)
+    outputs, grads = [], []
+    for features in (sparse.with_column_mask(mask), x * mask):
+        encoder.zero_grad()
+        out = encoder(features, graph, concat_layers=True)
+        out.square().sum().backward()
+        outputs.append(out)
+        grads.append([p.grad.clone() for p in encoder.parameters()])
+    assert outputs[0].shape == (30, 3 * 8)  # both layers: 2·hidden + hidden
+    assert torch.allclose(outputs[0], outputs[1], atol=1e-12)
+    for a, b in zip(*grads, strict=True):
+        assert torch.allclose(a, b, atol=1e-10)
+
+
+def test_concat_embedding_option(digits):
+    config = default_config("digits-knn").with_overrides(epochs=2, embedding="concat")
+    result = train_node_model(digits, "grace", config, progress=False)
+    assert result.embeddings.shape == (digits.num_nodes, 3 * config.hidden)
+    with pytest.raises(ValueError, match="embedding"):
+        train_node_model(digits, "grace", config.with_overrides(embedding="sum"), progress=False)

@@ -4,6 +4,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
 
+from ..nn._graph import edge_dot
 from ._base import GraphLoss
 from ._operators import uniform_attention
 from ._views import resolve_views
@@ -28,10 +29,9 @@ def random_walk_loss(
     x = F.normalize(x, dim=-1)
     n = x.size(0)
     edge_index, _ = remove_self_loops(coalesce(edge_index, num_nodes=n))  # 1[i∼j], j != i
-    src, dst = edge_index
     # P_ij = exp(S_ij - lse_i): UniformAttention's attention, tiled for large N
     lse = uniform_attention(float(temperature)).row_logsumexp(x)
-    walk = ((x[dst] * x[src]).sum(-1) / temperature - lse[dst]).exp()
+    walk = (edge_dot(x, x, edge_index) / temperature - lse[edge_index[1]]).exp()
     degree = float(edge_index.size(1))
     if form == "paper":  # Σ_{j≁i} P_ij = 1 - Σ_{j∼i} P_ij, as a row of P sums to one
         return (degree + n - 2 * walk.sum()) / n

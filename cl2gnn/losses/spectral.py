@@ -7,6 +7,7 @@ from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from .._validation import check_features, check_same_shape
+from ..nn._graph import edge_dot
 from ._base import GraphLoss
 from ._views import resolve_views
 
@@ -34,8 +35,7 @@ def spectral_contrastive(
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     x = scale(x)
     edge_index, weight = gcn_norm(edge_index, edge_weight, x.size(0), False, False, dtype=x.dtype)
-    src, dst = edge_index
-    positive = (weight * (x[dst] * x[src]).sum(-1)).sum() / weight.sum()
+    positive = (weight * edge_dot(x, x, edge_index)).sum() / weight.sum()
     return -2 * positive + _mean_off_diagonal_square(x, x)
 
 

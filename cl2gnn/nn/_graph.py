@@ -22,6 +22,13 @@ def normalized_graph(
     return edge_index, weight
 
 
+def edge_dot(x: Tensor, y: Tensor, edge_index: Tensor) -> Tensor:
+    """``x_dst · y_src`` per edge (``index_select``: its backward is an ``index_add``, several
+    times faster on CPU than the sort-based one of ``x[index]``)."""
+    src, dst = edge_index
+    return (x.index_select(0, dst) * y.index_select(0, src)).sum(-1)
+
+
 def scatter_logsumexp(src: Tensor, index: Tensor, dim_size: int) -> Tensor:
     """``log Σ exp`` of ``src`` grouped by ``index``; ``-inf`` for empty groups."""
     shift = scatter(src.detach(), index, 0, dim_size=dim_size, reduce="max")

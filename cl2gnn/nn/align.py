@@ -4,7 +4,7 @@ from torch import Tensor
 from torch_geometric.nn import MessagePassing
 
 from .._validation import check_features
-from ._graph import normalized_graph
+from ._graph import edge_dot, normalized_graph
 
 
 class AlignConv(MessagePassing):
@@ -51,8 +51,7 @@ class AlignConv(MessagePassing):
         """The Dirichlet energy ``tr(xᵀ L x)`` (a sum, not a mean)."""
         check_features(x)
         edge_index, weight = normalized_graph(x, edge_index, edge_weight)
-        src, dst = edge_index
-        return (x * x).sum() - (weight * (x[dst] * x[src]).sum(-1)).sum()
+        return (x * x).sum() - (weight * edge_dot(x, x, edge_index)).sum()
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         check_features(x)

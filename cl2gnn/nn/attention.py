@@ -9,7 +9,7 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
 from .._validation import as_edge_index, check_features
-from ._graph import normalized_graph
+from ._graph import edge_dot, normalized_graph
 
 NORMALIZATIONS = ("negatives", "positives")
 
@@ -105,8 +105,8 @@ class AttentionAlignConv(MessagePassing):
         if h.size(0) != x.size(0):
             raise ValueError(f"h must have N = {x.size(0)} rows like x, got {h.size(0)}")
         h = F.normalize(h.to(x.dtype), dim=-1)
-        src, dst = edge_index
-        score = self.beta * (h[dst] * h[src]).sum(-1)
+        dst = edge_index[1]
+        score = self.beta * edge_dot(h, h, edge_index)
         if self.normalize == "negatives":
             if x.size(0) < 2:
                 raise ValueError("normalize='negatives' needs at least 2 rows")
@@ -126,10 +126,9 @@ class AttentionAlignConv(MessagePassing):
         attention: Tensor | None = None,
     ) -> Tensor:
         edge_index, coef, in_coef = self._coefficients(x, edge_index, edge_weight, h, attention)
-        src, dst = edge_index
         targets = x.detach() if self.stop_gradient else x
         norm_scale = 0.5 if self.stop_gradient else 1.0
-        pair = (coef * (x[dst] * targets[src]).sum(-1)).sum()
+        pair = (coef * edge_dot(x, targets, edge_index)).sum()
         return norm_scale * (in_coef * (x * x).sum(-1)).sum() - pair
 
     def forward(

@@ -6,41 +6,32 @@ The logits are symmetric, so only the blocks ``(I, J)``, ``I <= J``, of a ``tile
 partition are computed; each serves the rows of ``I`` and (transposed) those of ``J``:
 
 * forward: one GEMM per block; when ``max ‖x‖² / τ <= 40`` (e.g. unit rows, τ >= 0.025)
-  a constant integer shift ``c`` is applied inside the GEMM (an extra feature column), so
-  one ``exp`` per block serves rows and columns; otherwise an online (running-max)
-  logsumexp. Only ``x`` and ``lse`` are saved.
-* backward, with upstream row weights ``w = ∂L/∂lse``: the block is recomputed and
-  ``Q_IJ = E_IJ ⊙ (u_I + u_J)``, ``u = w exp(c - lse) / τ``, gives
+  every ``exp(S_ij)`` is a normal float32, so one unshifted ``exp`` per block serves rows
+  and columns; otherwise an online (running-max) logsumexp. ``x`` and ``lse`` are saved,
+  and in the bounded case also the ``exp`` blocks while they fit in
+  :data:`SAVED_BLOCKS_MAX_BYTES` (the backward then skips recomputing them).
+* backward, with upstream row weights ``w = ∂L/∂lse``: with the block ``E_IJ`` (saved or
+  recomputed), ``Q_IJ = E_IJ ⊙ (u_I + u_J)``, ``u = w exp(-lse) / τ``, gives
   ``grad_I += Q x_J`` and ``grad_J += Qᵀ x_I`` (stop-gradient: ``u_I ⊙ E x_J``).
 
-Loss and gradient cost ``2 N² d`` multiply-adds (a dense implementation ``3 N² d``) and
-``O(N d + tile²)`` extra memory. Low-precision inputs are multiplied in their dtype and
-reduced in float32.
+Loss and gradient cost ``2 N² d`` multiply-adds when recomputing, ``1.5 N² d`` with saved
+blocks (a dense implementation ``3 N² d``), and ``O(N d + tile²)`` extra memory beyond the
+saved blocks. Low-precision inputs are multiplied in their dtype and reduced in float32.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
-MAX_CONSTANT_SHIFT = 40  # exp(-2 * 40) is still a normal float32
+MAX_LOGIT = 40  # exp(±40) and N·exp(40) are normal float32 numbers
+SAVED_BLOCKS_MAX_BYTES = 256 * 2**20  # exp blocks kept for the backward up to this size
 
 
-def _constant_shift(x: Tensor, tau: float) -> int | None:
-    """An integer ``c >= max_ij x_i·x_j/τ`` (Cauchy-Schwarz), or ``None`` when ``exp(S - c)``
-    could underflow. Integers are exact in every float dtype, so the shift can be applied
-    inside the GEMM through an extra feature column."""
-    bound = float(x.detach().norm(dim=1).max()) ** 2 / tau
-    c = math.ceil(bound)
-    return c if c <= MAX_CONSTANT_SHIFT else None
-
-
-def _shifted_operands(x: Tensor, tau: float, c: int) -> tuple[Tensor, Tensor]:
-    """``q = [x/τ, -c]``, ``k = [x, 1]``: ``q_i·k_j = x_i·x_j/τ - c``."""
-    ones = torch.ones(x.size(0), 1, dtype=x.dtype, device=x.device)
-    return torch.cat([x / tau, -c * ones], dim=1), torch.cat([x, ones], dim=1)
+def _bounded(x: Tensor, tau: float) -> bool:
+    """Whether every logit satisfies ``|x_i·x_j/τ| <= MAX_LOGIT`` (Cauchy-Schwarz), so
+    ``exp`` needs no shift."""
+    return float(x.detach().norm(dim=1).max()) ** 2 / tau <= MAX_LOGIT
 
 
 def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -104,13 +95,15 @@ class _TiledRowLogSumExp(torch.autograd.Function):
     def forward(ctx, x, tau, stop_gradient, self_loops, exclude, tile):
         n, acc = x.size(0), _acc_dtype(x.dtype)
         blocks = _excluded_by_block(exclude, n, tile)
-        shift = _constant_shift(x, tau)
-        if shift is None:
+        bounded = _bounded(x, tau)
+        saved = None
+        if not bounded:
             lse = _lse_online(x, tau, self_loops, blocks, tile, acc)
         else:
-            lse = _lse_constant_shift(x, tau, shift, self_loops, blocks, tile, acc)
+            keep = _block_bytes(n, tile, acc) <= SAVED_BLOCKS_MAX_BYTES
+            lse, saved = _lse_bounded(x, tau, self_loops, blocks, tile, acc, keep)
         ctx.save_for_backward(x, lse)
-        ctx.settings = (tau, stop_gradient, self_loops, tile, blocks, shift)
+        ctx.settings = (tau, stop_gradient, self_loops, tile, blocks, bounded, saved)
         return lse.to(x.dtype)
 
     @staticmethod
@@ -118,69 +111,95 @@ class _TiledRowLogSumExp(torch.autograd.Function):
         # d lse_i / d x = (P x)_i / τ for the query and P_ij x_i / τ for each key j, so the
         # gradient is the weighted attention step with weights w = grad_lse
         x, lse = ctx.saved_tensors
-        tau, stop_gradient, self_loops, tile, blocks, shift = ctx.settings
+        tau, stop_gradient, self_loops, tile, blocks, bounded, saved = ctx.settings
         acc = _acc_dtype(x.dtype)
         has_keys = torch.isfinite(lse)
         weight = torch.where(has_keys, grad_lse.to(acc), torch.zeros_like(lse))
         lse = torch.where(has_keys, lse, torch.full_like(lse, float("inf")))
-        if shift is None:
-            grad = _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc)
+        if bounded:
+            args = (x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc, saved)
+            grad = _grad_bounded(*args)
         else:
-            grad = _grad_constant_shift(
-                x, weight, lse, tau, shift, stop_gradient, self_loops, blocks, tile, acc
-            )
+            grad = _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc)
         return grad.to(x.dtype), None, None, None, None, None
 
 
-def _symmetric_blocks(queries, keys, tile, acc, self_loops, excluded):
+def _block_bytes(n: int, tile: int, acc: torch.dtype) -> int:
+    """Bytes of the blocks ``I <= J`` of an ``n × n`` matrix in ``tile``-sized blocks."""
+    full, rest = divmod(n, tile)
+    sizes = [tile] * full + ([rest] if rest else [])
+    total = sum(a * b for i, a in enumerate(sizes) for b in sizes[i:])
+    return total * torch.finfo(acc).bits // 8
+
+
+def _addmm(out: Tensor, a: Tensor, b: Tensor) -> None:
+    """``out += a @ b``: in place when the dtypes agree, else in ``b``'s dtype."""
+    if a.dtype == b.dtype == out.dtype:
+        out.addmm_(a, b)
+    else:
+        out += torch.mm(a.to(b.dtype), b).to(out.dtype)
+
+
+def _symmetric_blocks(queries, keys, tile, acc, self_loops, excluded, fresh=False):
     """Yield ``(I, J, diagonal, S_IJ)`` for the blocks ``I <= J`` of ``queries keysᵀ``;
-    ``S_IJ`` lives in one reused buffer, so consume it before the next block."""
+    ``S_IJ`` lives in one reused buffer (consume it before the next block) unless
+    ``fresh``."""
     n = queries.size(0)
     size = min(tile, n)
-    buffer = torch.empty(size, size, dtype=acc, device=queries.device)
+    buffer = None if fresh else torch.empty(size, size, dtype=acc, device=queries.device)
     ranges = _ranges(n, tile)
     for a, rows in enumerate(ranges):
         for b in range(a, len(ranges)):
             cols = ranges[b]
+            out = buffer
+            if fresh:
+                out = torch.empty(
+                    rows[1] - rows[0], cols[1] - cols[0], dtype=acc, device=queries.device
+                )
             block = _block_logits(
-                queries, keys, rows, cols, acc, a == b, self_loops, excluded.get((a, b)), buffer
+                queries, keys, rows, cols, acc, a == b, self_loops, excluded.get((a, b)), out
             )
             yield slice(*rows), slice(*cols), a == b, block
 
 
-def _lse_constant_shift(x, tau, c, self_loops, blocks, tile, acc):
-    """Forward with ``E = exp(S - c)``: one exp per block serves its rows and columns."""
-    q, k = _shifted_operands(x, tau, c)
+def _lse_bounded(x, tau, self_loops, blocks, tile, acc, keep):
+    """Forward with ``E = exp(S)``: one exp per block serves its rows and columns; the
+    blocks are returned for the backward when ``keep``."""
     total = torch.zeros(x.size(0), dtype=acc, device=x.device)
-    for r, cs, diagonal, block in _symmetric_blocks(q, k, tile, acc, self_loops, blocks):
+    saved = [] if keep else None
+    for r, cs, diagonal, block in _symmetric_blocks(
+        x / tau, x, tile, acc, self_loops, blocks, fresh=keep
+    ):
         e = block.exp_()
         total[r] += e.sum(1)
         if not diagonal:
             total[cs] += e.sum(0)
-    return total.log() + c
+        if keep:
+            saved.append((r, cs, diagonal, e))
+    return total.log(), saved
 
 
-def _grad_constant_shift(x, weight, lse, tau, c, stop_gradient, self_loops, blocks, tile, acc):
-    """``grad_i = Σ_j E_ij (u_i + u_j) x_j`` with ``u = w exp(c - lse) / τ`` (symmetric);
+def _grad_bounded(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc, saved):
+    """``grad_i = Σ_j E_ij (u_i + u_j) x_j`` with ``u = w exp(-lse) / τ`` (symmetric);
     the stop-gradient variant keeps ``u_i Σ_j E_ij x_j``."""
-    q, k = _shifted_operands(x, tau, c)
-    u = torch.exp(c - lse) * weight.to(acc) / tau
+    u = torch.exp(-lse) * weight.to(acc) / tau
     grad = torch.zeros(x.size(0), x.size(1), dtype=acc, device=x.device)
     size = min(tile, x.size(0))
-    outer = torch.empty(size, size, dtype=acc, device=x.device)
-    for r, cs, diagonal, block in _symmetric_blocks(q, k, tile, acc, self_loops, blocks):
-        e = block.exp_()
+    q = torch.empty(size, size, dtype=acc, device=x.device)
+    if saved is None:
+        recomputed = _symmetric_blocks(x / tau, x, tile, acc, self_loops, blocks)
+        saved = ((r, cs, diagonal, block.exp_()) for r, cs, diagonal, block in recomputed)
+    for r, cs, diagonal, e in saved:
         if stop_gradient:
             grad[r] += u[r, None] * torch.mm(e.to(x.dtype), x[cs]).to(acc)
             if not diagonal:
                 grad[cs] += u[cs, None] * torch.mm(e.T.to(x.dtype), x[r]).to(acc)
             continue
-        weights = outer[: e.size(0), : e.size(1)]
-        torch.add(u[r, None], u[None, cs], out=weights)
-        e = e.mul_(weights).to(x.dtype)
-        grad[r] += torch.mm(e, x[cs]).to(acc)
+        weights = q[: e.size(0), : e.size(1)]  # the saved block is left intact
+        torch.add(u[r, None], u[None, cs], out=weights).mul_(e)
+        _addmm(grad[r], weights, x[cs])
         if not diagonal:
-            grad[cs] += torch.mm(e.T, x[r]).to(acc)
+            _addmm(grad[cs], weights.T, x[r])
     return grad
 
 
@@ -205,16 +224,16 @@ def _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, a
         torch.sub(block, lse[r, None], out=rows_attn).exp_().mul_(scale[r, None])  # w_I P_IJ/τ
         if diagonal:
             q = rows_attn if stop_gradient else rows_attn.add_(rows_attn.T.clone())
-            grad[r] += torch.mm(q.to(x.dtype), x[r]).to(acc)
+            _addmm(grad[r], q, x[r])
             continue
         cols_attn = block.sub_(lse[None, c]).exp_().mul_(scale[None, c])  # (w_J P_JI / τ)ᵀ
         if stop_gradient:
-            grad[r] += torch.mm(rows_attn.to(x.dtype), x[c]).to(acc)
-            grad[c] += torch.mm(cols_attn.T.to(x.dtype), x[r]).to(acc)
+            _addmm(grad[r], rows_attn, x[c])
+            _addmm(grad[c], cols_attn.T, x[r])
         else:
-            q = rows_attn.add_(cols_attn).to(x.dtype)
-            grad[r] += torch.mm(q, x[c]).to(acc)
-            grad[c] += torch.mm(q.T, x[r]).to(acc)
+            q = rows_attn.add_(cols_attn)
+            _addmm(grad[r], q, x[c])
+            _addmm(grad[c], q.T, x[r])
     return grad
 
 

@@ -6,7 +6,7 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
 from .._validation import as_edge_index, check_features
-from ._graph import scatter_logsumexp
+from ._graph import edge_dot, scatter_logsumexp
 from .tiled import tiled_row_logsumexp
 
 IMPLEMENTATIONS = ("auto", "dense", "tiled")
@@ -129,9 +129,8 @@ class UniformAttention(MessagePassing):
         keys = x.detach() if self.stop_gradient else x
         if edge_index is not None:
             edge_index, _ = as_edge_index(edge_index, None, x.size(0))
-            src, dst = edge_index
-            logits = (x[dst] * keys[src]).sum(-1) / self.tau
-            return scatter_logsumexp(logits, dst, x.size(0))
+            logits = edge_dot(x, keys, edge_index) / self.tau
+            return scatter_logsumexp(logits, edge_index[1], x.size(0))
         logits = self._dense_logits(x, keys, exclude_index)
         # a row with every key masked would give a NaN gradient through logsumexp
         has_keys = torch.isfinite(logits).any(1, keepdim=True)
@@ -154,8 +153,8 @@ class UniformAttention(MessagePassing):
             transposed = attn.T @ x if not self.stop_gradient else None
         else:
             edge_index, _ = as_edge_index(edge_index, None, x.size(0))
-            src, dst = edge_index
-            attn = softmax((x[dst] * x[src]).sum(-1) / self.tau, dst, num_nodes=x.size(0))
+            dst = edge_index[1]
+            attn = softmax(edge_dot(x, x, edge_index) / self.tau, dst, num_nodes=x.size(0))
             attn = attn * weight[dst]
             attended = self.propagate(edge_index, x=x, edge_weight=attn)
             transposed = (

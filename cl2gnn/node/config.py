@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
+EMBEDDINGS = ("last", "concat")  # the probe reads the last layer, or both (jumping knowledge)
+
 
 @dataclass(frozen=True)
 class NodeConfig:
@@ -18,6 +20,7 @@ class NodeConfig:
     epochs: int = 200
     weight_decay: float = 1e-5
     encoder: str = "gcn"
+    embedding: str = "last"
 
     def with_overrides(self, **changes) -> NodeConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

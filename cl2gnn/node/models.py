@@ -9,7 +9,9 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import GATConv, GCNConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
-from torch_geometric.utils import to_torch_csr_tensor
+from torch_geometric.utils import spmm, to_torch_csr_tensor
+
+from .features import SparseFeatures
 
 ACTIVATIONS = {
     "relu": torch.nn.ReLU,
@@ -53,9 +55,23 @@ class GraphEncoder(torch.nn.Module):
             warnings.simplefilter("ignore", UserWarning)
             return to_torch_csr_tensor(edge_index.flip(0), weight, size=(num_nodes, num_nodes))
 
-    def forward(self, x: Tensor, graph: Tensor) -> Tensor:
-        """``graph``: the output of :meth:`propagation_graph`."""
-        return self.act2(self.conv2(self.act1(self.conv1(x, graph)), graph))
+    def _first_conv(self, x: Tensor | SparseFeatures, graph: Tensor) -> Tensor:
+        if not isinstance(x, SparseFeatures):
+            return self.conv1(x, graph)
+        if self.kind == "gat":
+            return self.conv1(x.to_dense(), graph)
+        # GCNConv's Â (X W) + b with the fixed sparse X (its column mask moved to W)
+        return spmm(graph, x.matmul(self.conv1.lin.weight.T)) + self.conv1.bias
+
+    def forward(
+        self, x: Tensor | SparseFeatures, graph: Tensor, concat_layers: bool = False
+    ) -> Tensor:
+        """``graph``: the output of :meth:`propagation_graph`. With ``concat_layers`` the
+        output is both layers' outputs side by side (jumping-knowledge concatenation,
+        ``[N, 3·hidden]``), an embedding for the probe."""
+        first = self.act1(self._first_conv(x, graph))
+        last = self.act2(self.conv2(first, graph))
+        return torch.cat([first, last], dim=-1) if concat_layers else last
 
 
 class ProjectionHead(torch.nn.Module):

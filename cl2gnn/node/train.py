@@ -12,7 +12,8 @@ from torch_geometric.data import Data
 from torch_geometric.utils import dropout_edge, mask_feature
 from tqdm.auto import tqdm
 
-from .config import NodeConfig
+from .config import EMBEDDINGS, NodeConfig
+from .features import SparseFeatures, prepare_features
 from .methods import NodeObjective
 from .models import GraphEncoder, ProjectionHead
 
@@ -24,26 +25,16 @@ class TrainResult:
     epoch_ms: float = 0.0  # mean wall time of one training epoch
 
 
-SPARSE_FEATURES_BELOW = 0.1  # density under which features are kept as CSR (Cora: 1.3 %)
-
-
-def augment(x: Tensor, edge_index: Tensor, p_edge: float, p_feature: float):
+def augment(x: Tensor | SparseFeatures, edge_index: Tensor, p_edge: float, p_feature: float):
     """One GRACE view: drop edges (PyG ``dropout_edge``) and mask feature columns (PyG
-    ``mask_feature``; for CSR features the same column mask applied to the values)."""
+    ``mask_feature``; for :class:`SparseFeatures` the same column mask, applied to the
+    first layer's weight)."""
     edge_index, _ = dropout_edge(edge_index, p=p_edge)
-    if x.layout == torch.sparse_csr:
-        keep = (torch.rand(x.size(1), device=x.device) >= p_feature).to(x.dtype)
-        values = x.values() * keep[x.col_indices()]
-        x = torch.sparse_csr_tensor(x.crow_indices(), x.col_indices(), values, x.shape)
-    else:
-        x, _ = mask_feature(x, p=p_feature, mode="col")
+    if isinstance(x, SparseFeatures):
+        keep = torch.rand(x.size(1), device=x.values.device) >= p_feature
+        return x.with_column_mask(keep.to(x.values.dtype)), edge_index
+    x, _ = mask_feature(x, p=p_feature, mode="col")
     return x, edge_index
-
-
-def prepare_features(x: Tensor) -> Tensor:
-    """Sparse bag-of-words features as CSR: the first layer becomes an SpMM."""
-    density = float((x != 0).float().mean()) if x.numel() else 1.0
-    return x.to_sparse_csr() if density < SPARSE_FEATURES_BELOW else x
 
 
 def seed_everything(seed: int) -> None:
@@ -59,6 +50,8 @@ def train_node_model(
     device: str | torch.device = "cpu",
     progress: bool = True,
 ) -> TrainResult:
+    if config.embedding not in EMBEDDINGS:
+        raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {config.embedding!r}")
     seed_everything(seed)
     x, edge_index = prepare_features(data.x.to(device)), data.edge_index.to(device)
     n = data.num_nodes
@@ -85,6 +78,7 @@ def train_node_model(
         bar.set_postfix(loss=f"{losses[-1]:.4f}")
     encoder.eval()
     with torch.no_grad():
-        embeddings = encoder(x, encoder.propagation_graph(edge_index, n)).cpu()
+        graph = encoder.propagation_graph(edge_index, n)
+        embeddings = encoder(x, graph, concat_layers=config.embedding == "concat").cpu()
     warm = seconds[1:] if len(seconds) > 1 else seconds  # the first epoch pays one-off costs
     return TrainResult(embeddings, losses, 1000.0 * float(np.mean(warm)))
