@@ -63,6 +63,8 @@ def _node(args: argparse.Namespace) -> int:
         args.device,
         progress=not args.no_progress,
         encoder=args.encoder,
+        embedding=args.embedding,
+        hidden=args.hidden,
     )
     print(format_table(results))
     if args.json:
@@ -89,7 +91,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .node import DATASETS, EMBEDDED, METHODS, PROTOCOLS
+    from .node import DATASETS, EMBEDDED, EMBEDDINGS, METHODS, PROTOCOLS
 
     parser = argparse.ArgumentParser(
         prog="cl2gnn", description="Contrastive learning as message passing."
@@ -121,6 +123,12 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--seeds", type=int, default=10)
     node.add_argument("--epochs", type=int, help="override the dataset's default")
     node.add_argument("--encoder", choices=("gcn", "gat"), help="default: gcn")
+    node.add_argument("--hidden", type=int, help="encoder output width (default: the dataset's)")
+    node.add_argument(
+        "--embedding",
+        choices=EMBEDDINGS,
+        help="probe the last layer (default) or both layers side by side (concat)",
+    )
     node.add_argument("--device", default="cpu")
     node.add_argument("--json", help="write the result to this JSON file")
     node.add_argument("--no-progress", action="store_true")

@@ -10,13 +10,14 @@ import torch
 from cl2gnn.cli import main
 from cl2gnn.node import (
     METHODS,
+    SparseFeatures,
     default_config,
     load_node_dataset,
     make_split,
+    prepare_features,
     probe_accuracy,
     train_node_model,
 )
-from cl2gnn.node.features import SparseFeatures, prepare_features
 from cl2gnn.node.models import GraphEncoder
 
 DATA = os.environ.get("CL2GNN_DATA")
@@ -136,3 +137,11 @@ def test_concat_embedding_option(digits):
     assert result.embeddings.shape == (digits.num_nodes, 3 * config.hidden)
     with pytest.raises(ValueError, match="embedding"):
         train_node_model(digits, "grace", config.with_overrides(embedding="sum"), progress=False)
+
+
+def test_cli_embedding_and_width_flags(tmp_path):
+    out = tmp_path / "r.json"
+    args = ["node", "--seeds", "1", "--epochs", "2", "--embedding", "concat", "--hidden", "16"]
+    assert main([*args, "--json", str(out), "--no-progress"]) == 0
+    config = json.loads(out.read_text())["config"]
+    assert config["embedding"] == "concat" and config["hidden"] == config["proj_hidden"] == 16

@@ -1,8 +1,9 @@
 """Node-level graph contrastive learning: datasets, encoders, methods, training, evaluation."""
 
-from .config import DEFAULTS, NodeConfig, default_config
+from .config import DEFAULTS, EMBEDDINGS, NodeConfig, default_config
 from .datasets import DATASETS, EMBEDDED, load_node_dataset
 from .evaluate import PROTOCOLS, make_split, probe_accuracy
+from .features import SparseFeatures, prepare_features
 from .methods import METHODS, NodeObjective
 from .models import GraphEncoder, ProjectionHead
 from .run import format_table, run_node
@@ -12,18 +13,21 @@ __all__ = [
     "DATASETS",
     "DEFAULTS",
     "EMBEDDED",
+    "EMBEDDINGS",
     "METHODS",
     "PROTOCOLS",
     "GraphEncoder",
     "NodeConfig",
     "NodeObjective",
     "ProjectionHead",
+    "SparseFeatures",
     "TrainResult",
     "augment",
     "default_config",
     "format_table",
     "load_node_dataset",
     "make_split",
+    "prepare_features",
     "probe_accuracy",
     "run_node",
     "train_node_model",

@@ -31,12 +31,16 @@ def run_node(
     device: str = "cpu",
     progress: bool = True,
     encoder: str | None = None,
+    embedding: str | None = None,
+    hidden: int | None = None,
 ) -> list[dict]:
     """One result dict per protocol: accuracies in percent, mean ± std over the seeds."""
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     data = load_node_dataset(dataset, root)
-    config = default_config(data.name).with_overrides(epochs=epochs, encoder=encoder)
+    config = default_config(data.name).with_overrides(
+        epochs=epochs, encoder=encoder, embedding=embedding, hidden=hidden, proj_hidden=hidden
+    )
     scores = {p: [] for p in protocols}
     epoch_ms, final_losses = [], []
     for seed in tqdm(range(seeds), desc=f"{data.name} {method}", disable=not progress):
