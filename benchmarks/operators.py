@@ -4,6 +4,7 @@
     python benchmarks/operators.py knn --sizes 10000 50000 --dim 64 --k 10
     python benchmarks/operators.py fullgraph --nodes 65536 --dim 128
     python benchmarks/operators.py gemm --n 5416 --dim 128 --tile 1024
+    python benchmarks/operators.py saved --n 5416 --dim 128 --tau 0.4
 
 ``infonce``: InfoNCE (two views of ``N/2`` samples, ``d = 128``) forward + backward for the
 dense form, a GRACE-style chunked form (chunked forward, but autograd keeps every chunk's
@@ -13,6 +14,8 @@ their ``O(N²)`` temporaries would not fit. ``knn``: build time of ``knn_graph``
 against scikit-learn's brute-force ``NearestNeighbors`` (and PyG's ``knn_graph`` when
 torch-cluster is installed), recall@k of the approximate index. ``fullgraph``: one
 full-graph GRACE step (GCN encoder on a random graph, all-pairs InfoNCE over both views).
+``saved``: the tiled log-partition's forward + backward with its ``exp`` blocks kept for the
+backward against recomputed, alternating in rounds (best and median of ``--repeats``).
 Each prints a Markdown table; results also go to ``--json``.
 """
 
@@ -246,6 +249,36 @@ def run_gemm(n: int, d: int, tile: int, repeats: int = 20) -> list[dict]:
     return rows
 
 
+def run_saved(n: int, d: int, tau: float, rounds: int = 3, repeats: int = 15) -> list[dict]:
+    from cl2gnn.nn import tiled
+
+    budget = tiled.SAVED_BLOCKS_MAX_BYTES
+    generator = torch.Generator().manual_seed(0)
+    x = F.normalize(torch.randn(n, d, generator=generator), dim=1).requires_grad_(True)
+    rows = []
+    try:
+        for round_ in range(rounds):
+            for saved in (True, False):
+                tiled.SAVED_BLOCKS_MAX_BYTES = budget if saved else 0
+                times = []
+                for _ in range(repeats + 1):  # the first is a warm-up
+                    start = time.perf_counter()
+                    tiled.tiled_row_logsumexp(x, tau).sum().backward()
+                    times.append(1000 * (time.perf_counter() - start))
+                times = sorted(times[1:])
+                rows.append(
+                    {
+                        "round": round_,
+                        "saved": saved,
+                        "best_ms": times[0],
+                        "median_ms": times[len(times) // 2],
+                    }
+                )
+    finally:
+        tiled.SAVED_BLOCKS_MAX_BYTES = budget
+    return rows
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_infonce":
         impl, n, repeats = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -265,6 +298,11 @@ def main() -> None:
     p.add_argument("--n", type=int, default=5416)
     p.add_argument("--dim", type=int, default=DIM)
     p.add_argument("--tile", type=int, default=1024)
+    p = sub.add_parser("saved")
+    p.add_argument("--n", type=int, default=5416)
+    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--tau", type=float, default=0.4)
+    p.add_argument("--rounds", type=int, default=3)
     p = sub.add_parser("fullgraph")
     p.add_argument("--nodes", type=int, default=65536)
     p.add_argument("--dim", type=int, default=DIM)
@@ -282,6 +320,13 @@ def main() -> None:
         rows = run_gemm(args.n, args.dim, args.tile)
         text = "| dtype | ms per GEMM | G multiply-adds/s |\n|---|---|---|\n" + "\n".join(
             f"| {r['dtype']} | {r['ms']:.2f} | {r['gmacs_per_s']:.0f} |" for r in rows
+        )
+    elif args.bench == "saved":
+        rows = run_saved(args.n, args.dim, args.tau, args.rounds)
+        text = "| round | exp blocks | best ms | median ms |\n|---|---|---|---|\n" + "\n".join(
+            f"| {r['round']} | {'saved' if r['saved'] else 'recomputed'} | "
+            f"{r['best_ms']:.1f} | {r['median_ms']:.1f} |"
+            for r in rows
         )
     else:
         rows = run_fullgraph(args.nodes, args.dim)

@@ -23,8 +23,8 @@ def normalized_graph(
 
 
 def edge_dot(x: Tensor, y: Tensor, edge_index: Tensor) -> Tensor:
-    """``x_dst · y_src`` per edge (``index_select``: its backward is an ``index_add``, several
-    times faster on CPU than the sort-based one of ``x[index]``)."""
+    """``x_dst · y_src`` per edge (``index_select``: its backward is an ``index_add``, not
+    the sort-based accumulation of ``x[index]``)."""
     src, dst = edge_index
     return (x.index_select(0, dst) * y.index_select(0, src)).sum(-1)
 

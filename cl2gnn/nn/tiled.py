@@ -125,11 +125,11 @@ class _TiledRowLogSumExp(torch.autograd.Function):
 
 
 def _block_bytes(n: int, tile: int, acc: torch.dtype) -> int:
-    """Bytes of the blocks ``I <= J`` of an ``n × n`` matrix in ``tile``-sized blocks."""
+    """Bytes of the blocks ``I <= J`` of an ``n × n`` matrix in ``tile``-sized blocks: half
+    the matrix plus half the diagonal blocks."""
     full, rest = divmod(n, tile)
-    sizes = [tile] * full + ([rest] if rest else [])
-    total = sum(a * b for i, a in enumerate(sizes) for b in sizes[i:])
-    return total * torch.finfo(acc).bits // 8
+    elements = (n * n + full * tile * tile + rest * rest) // 2
+    return elements * torch.finfo(acc).bits // 8
 
 
 def _addmm(out: Tensor, a: Tensor, b: Tensor) -> None:

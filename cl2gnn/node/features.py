@@ -54,10 +54,6 @@ class SparseFeatures:
         dense = self.index.to_dense(self.values)
         return dense if self.column_mask is None else dense * self.column_mask
 
-    def to(self, device: torch.device | str) -> SparseFeatures:
-        mask = None if self.column_mask is None else self.column_mask.to(device)
-        return SparseFeatures(self.index.to(device), self.values.to(device), mask)
-
 
 def prepare_features(x: Tensor) -> Tensor | SparseFeatures:
     """Sparse bag-of-words features as :class:`SparseFeatures`, others unchanged."""

@@ -33,14 +33,17 @@ def run_node(
     encoder: str | None = None,
     embedding: str | None = None,
     hidden: int | None = None,
+    **overrides,
 ) -> list[dict]:
-    """One result dict per protocol: accuracies in percent, mean ± std over the seeds."""
+    """One result dict per protocol: accuracies in percent, mean ± std over the seeds.
+    ``hidden`` sets the encoder and head widths; ``overrides`` are further
+    :class:`NodeConfig` fields (``None`` keeps the dataset's default)."""
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     data = load_node_dataset(dataset, root)
-    config = default_config(data.name).with_overrides(
-        epochs=epochs, encoder=encoder, embedding=embedding, hidden=hidden, proj_hidden=hidden
-    )
+    changes = {"epochs": epochs, "encoder": encoder, "embedding": embedding, "hidden": hidden}
+    changes = {"proj_hidden": hidden, **changes, **overrides}
+    config = default_config(data.name).with_overrides(**changes)
     scores = {p: [] for p in protocols}
     epoch_ms, final_losses = [], []
     for seed in tqdm(range(seeds), desc=f"{data.name} {method}", disable=not progress):
