@@ -5,6 +5,7 @@
     python benchmarks/operators.py fullgraph --nodes 65536 --dim 128
     python benchmarks/operators.py gemm --n 5416 --dim 128 --tile 1024
     python benchmarks/operators.py saved --n 5416 --dim 128 --tau 0.4
+    python benchmarks/operators.py scale --sizes 65536 262144 1048576 --dtype bfloat16
 
 ``infonce``: InfoNCE (two views of ``N/2`` samples, ``d = 128``) forward + backward for the
 dense form, a GRACE-style chunked form (chunked forward, but autograd keeps every chunk's
@@ -16,12 +17,16 @@ torch-cluster is installed), recall@k of the approximate index. ``fullgraph``: o
 full-graph GRACE step (GCN encoder on a random graph, all-pairs InfoNCE over both views).
 ``saved``: the tiled log-partition's forward + backward with its ``exp`` blocks kept for the
 backward against recomputed, alternating in rounds (best and median of ``--repeats``).
+``scale`` (for a GPU): the log-partition's forward + backward at large N for the torch tiled
+and the Triton implementations, peak device memory, and the multiply-add rate against the
+same device's square-GEMM rate in the same dtype (the roofline).
 Each prints a Markdown table; results also go to ``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -279,6 +284,69 @@ def run_saved(n: int, d: int, tau: float, rounds: int = 3, repeats: int = 15) ->
     return rows
 
 
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def gemm_rate(device: torch.device, dtype: torch.dtype, size: int = 8192) -> float:
+    """Multiply-adds per second of a square ``size³`` GEMM: the roofline of the loss."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    torch.mm(a, a)
+    _sync(device)
+    start = time.perf_counter()
+    for _ in range(5):
+        torch.mm(a, a)
+    _sync(device)
+    return 5 * size**3 / (time.perf_counter() - start)
+
+
+def run_scale(sizes, dim: int, dtype: str, impls, tile: int, device: str) -> list[dict]:
+    from cl2gnn.nn import tiled
+    from cl2gnn.nn.tiled_triton import triton_row_logsumexp
+
+    device, dtype = torch.device(device), getattr(torch, dtype)
+    roofline = gemm_rate(device, dtype, 8192 if device.type == "cuda" else 1024)
+    rows = []
+    for n in sizes:
+        x = F.normalize(torch.randn(n, dim, device=device), dim=1).to(dtype).requires_grad_(True)
+        for impl in impls:
+            if impl == "triton":
+                fn = triton_row_logsumexp
+                macs = 3 * n * n * dim  # forward N²d, backward 2N²d (no symmetric halving)
+            else:
+                fn = functools.partial(tiled.tiled_row_logsumexp, tile_size=tile)
+                saved = tiled._block_bytes(n, tile, torch.float32) <= tiled.SAVED_BLOCKS_MAX_BYTES
+                macs = (1.5 if saved else 2.0) * n * n * dim
+            fn(x, TAU).float().sum().backward()  # compiles the kernels / warms the allocator
+            if device.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(device)
+            _sync(device)
+            start = time.perf_counter()
+            fn(x, TAU).float().sum().backward()
+            _sync(device)
+            seconds = time.perf_counter() - start
+            peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else 0
+            rows.append(
+                {
+                    "impl": impl,
+                    "n": n,
+                    "seconds": seconds,
+                    "peak_mb": peak / 2**20,
+                    "tmacs_per_s": macs / seconds / 1e12,
+                    "roofline_fraction": macs / seconds / roofline,
+                    "gemm_tmacs_per_s": roofline / 1e12,
+                    "device": torch.cuda.get_device_name(device)
+                    if device.type == "cuda"
+                    else "cpu",
+                    "dtype": str(dtype),
+                }
+            )
+            print(rows[-1], file=sys.stderr, flush=True)
+            x.grad = None
+    return rows
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "_infonce":
         impl, n, repeats = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -303,6 +371,13 @@ def main() -> None:
     p.add_argument("--dim", type=int, default=DIM)
     p.add_argument("--tau", type=float, default=0.4)
     p.add_argument("--rounds", type=int, default=3)
+    p = sub.add_parser("scale")
+    p.add_argument("--sizes", type=int, nargs="+", default=[65536, 262144, 1048576])
+    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16", "float16"])
+    p.add_argument("--impls", nargs="+", default=["tiled", "triton"])
+    p.add_argument("--tile", type=int, default=8192)
+    p.add_argument("--device", default="cuda")
     p = sub.add_parser("fullgraph")
     p.add_argument("--nodes", type=int, default=65536)
     p.add_argument("--dim", type=int, default=DIM)
@@ -320,6 +395,17 @@ def main() -> None:
         rows = run_gemm(args.n, args.dim, args.tile)
         text = "| dtype | ms per GEMM | G multiply-adds/s |\n|---|---|---|\n" + "\n".join(
             f"| {r['dtype']} | {r['ms']:.2f} | {r['gmacs_per_s']:.0f} |" for r in rows
+        )
+    elif args.bench == "scale":
+        rows = run_scale(args.sizes, args.dim, args.dtype, args.impls, args.tile, args.device)
+        text = (
+            "| implementation | N | dtype | s (forward + backward) | peak MB | T multiply-adds/s "
+            "| of the GEMM roofline |\n|---|---|---|---|---|---|---|\n"
+            + "\n".join(
+                f"| {r['impl']} | {r['n']} | {r['dtype']} | {r['seconds']:.2f} | "
+                f"{r['peak_mb']:.0f} | {r['tmacs_per_s']:.1f} | {r['roofline_fraction']:.0%} |"
+                for r in rows
+            )
         )
     elif args.bench == "saved":
         rows = run_saved(args.n, args.dim, args.tau, args.rounds)

@@ -51,7 +51,8 @@ class InfoNCELoss(GraphLoss):
         normalize (bool, optional): L2-normalise the inputs (default: ``True``).
         positive_in_denominator (bool, optional): (default: ``True``).
         implementation (str, optional): the uniformity term ``"dense"`` (``O(N²)``
-            memory), ``"tiled"`` (exact, ``O(N d)`` memory) or ``"auto"`` (tiled from
+            memory), ``"tiled"`` (exact, ``O(N d)`` memory), ``"triton"`` (the same, fused
+            CUDA kernels; positives in the denominator only) or ``"auto"`` (tiled from
             2,048 rows on) (default: ``"auto"``).
 
     Shapes:

@@ -35,8 +35,8 @@ class ContrastiveConv(torch.nn.Module):
             among the keys of the uniformity term (NT-Xent); ``False`` removes them (the
             decoupled form) (default: ``True``).
         stop_gradient (bool, optional): stop-gradient uniformity (default: ``False``).
-        implementation (str, optional): the uniformity energy ``"dense"``, ``"tiled"``
-            or ``"auto"``, as in :class:`UniformAttention` (default: ``"auto"``).
+        implementation (str, optional): the uniformity energy ``"dense"``, ``"tiled"``,
+            ``"triton"`` or ``"auto"``, as in :class:`UniformAttention` (default: ``"auto"``).
 
     Shapes:
         - **input:** features :math:`(N, d)`, augmentation ``edge_index`` :math:`(2, E)`,

@@ -8,8 +8,9 @@ from torch_geometric.utils import is_undirected, softmax
 from .._validation import as_edge_index, check_features
 from ._graph import edge_dot, scatter_logsumexp
 from .tiled import tiled_row_logsumexp
+from .tiled_triton import triton_row_logsumexp
 
-IMPLEMENTATIONS = ("auto", "dense", "tiled")
+IMPLEMENTATIONS = ("auto", "dense", "tiled", "triton")
 TILED_MIN_ROWS = 2048  # "auto" switches to the tiled energy from this many rows on
 
 
@@ -49,8 +50,10 @@ class UniformAttention(MessagePassing):
             graph (default: ``False``).
         implementation (str, optional): energy of the complete graph computed
             ``"dense"`` (``O(N²)`` memory), ``"tiled"`` (exact, ``O(N d + tile²)`` memory,
-            :func:`~cl2gnn.nn.tiled.tiled_logsumexp`) or ``"auto"`` (tiled from
-            2,048 rows on) (default: ``"auto"``).
+            :func:`~cl2gnn.nn.tiled.tiled_logsumexp`), ``"triton"`` (the fused CUDA
+            kernels of :mod:`~cl2gnn.nn.tiled_triton`, ``O(N d)`` memory, no
+            ``exclude_index``) or ``"auto"`` (tiled from 2,048 rows on)
+            (default: ``"auto"``).
         tile_size (int, optional): block size of the tiled energy (default: ``1024``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
@@ -122,6 +125,10 @@ class UniformAttention(MessagePassing):
     def _row_logsumexp(
         self, x: Tensor, edge_index: Tensor | None, exclude_index: Tensor | None
     ) -> Tensor:
+        if edge_index is None and self.implementation == "triton":
+            if exclude_index is not None:
+                raise ValueError("the Triton implementation does not take exclude_index")
+            return triton_row_logsumexp(x, self.tau, self.stop_gradient, self.self_loops)
         if edge_index is None and self._use_tiled(x, exclude_index):
             return tiled_row_logsumexp(
                 x, self.tau, self.stop_gradient, self.self_loops, exclude_index, self.tile_size
