@@ -51,7 +51,9 @@ def check_triton_input(x: Tensor) -> None:
 if triton is not None:
 
     @triton.jit
-    def _logits(q, x_ptr, cols, dims, n, d, rows, scale, SELF_LOOPS, PRECISION: tl.constexpr):
+    def _logits(
+        q, x_ptr, cols, dims, n, d, rows, scale, SELF_LOOPS: tl.constexpr, PRECISION: tl.constexpr
+    ):
         """Keys of block ``cols`` and the ``[BLOCK_M, BLOCK_N]`` logits, invalid pairs -inf."""
         k = tl.load(
             x_ptr + cols[:, None] * d + dims[None, :],
@@ -145,10 +147,11 @@ if triton is not None:
 
 
 def _launch_settings(x: Tensor) -> dict:
-    tf32 = x.dtype == torch.float32 and x.is_cuda and torch.backends.cuda.matmul.allow_tf32
+    # input precision matters for float32 operands only (float16 ones take tensor cores)
+    ieee = x.dtype == torch.float32 and not (x.is_cuda and torch.backends.cuda.matmul.allow_tf32)
     block_d = max(16, triton.next_power_of_2(x.size(1)))
     return {
-        "PRECISION": "tf32" if tf32 else "ieee",
+        "PRECISION": "ieee" if ieee else "tf32",
         "BLOCK_M": BLOCK_M,
         "BLOCK_N": BLOCK_N,
         "BLOCK_D": block_d,
