@@ -51,15 +51,17 @@ def check_triton_input(x: Tensor) -> None:
 if triton is not None:
 
     @triton.jit
+    def _rows_of(x_ptr, rows, dims, n, d):
+        """Rows ``rows`` of the ``[n, d]`` row-major matrix, zero-padded to the block."""
+        mask = (rows[:, None] < n) & (dims[None, :] < d)
+        return tl.load(x_ptr + rows[:, None] * d + dims[None, :], mask=mask, other=0.0)
+
+    @triton.jit
     def _logits(
         q, x_ptr, cols, dims, n, d, rows, scale, SELF_LOOPS: tl.constexpr, PRECISION: tl.constexpr
     ):
         """Keys of block ``cols`` and the ``[BLOCK_M, BLOCK_N]`` logits, invalid pairs -inf."""
-        k = tl.load(
-            x_ptr + cols[:, None] * d + dims[None, :],
-            mask=(cols[:, None] < n) & (dims[None, :] < d),
-            other=0.0,
-        )
+        k = _rows_of(x_ptr, cols, dims, n, d)
         s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale
         valid = cols[None, :] < n
         if not SELF_LOOPS:
@@ -82,11 +84,7 @@ if triton is not None:
         rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         dims = tl.arange(0, BLOCK_D)
         row_mask = rows < n
-        q = tl.load(
-            x_ptr + rows[:, None] * d + dims[None, :],
-            mask=row_mask[:, None] & (dims[None, :] < d),
-            other=0.0,
-        )
+        q = _rows_of(x_ptr, rows, dims, n, d)
         m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
         total = tl.zeros((BLOCK_M,), tl.float32)
         for start in range(0, n, BLOCK_N):
@@ -118,11 +116,7 @@ if triton is not None:
         rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         dims = tl.arange(0, BLOCK_D)
         row_mask = rows < n
-        q = tl.load(
-            x_ptr + rows[:, None] * d + dims[None, :],
-            mask=row_mask[:, None] & (dims[None, :] < d),
-            other=0.0,
-        )
+        q = _rows_of(x_ptr, rows, dims, n, d)
         # rows without keys come with lse = +inf and u = 0
         lse_rows = tl.load(lse_ptr + rows, mask=row_mask, other=float("inf"))
         u_rows = tl.load(u_ptr + rows, mask=row_mask, other=0.0)
