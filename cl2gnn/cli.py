@@ -65,6 +65,8 @@ def _node(args: argparse.Namespace) -> int:
         encoder=args.encoder,
         embedding=args.embedding,
         hidden=args.hidden,
+        neighbor_weight=args.neighbor_weight,
+        normalize_features=args.normalize_features or None,
     )
     print(format_table(results))
     if args.json:
@@ -128,6 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--embedding",
         choices=EMBEDDINGS,
         help="probe the last layer (default) or both layers side by side (concat)",
+    )
+    node.add_argument(
+        "--neighbor-weight",
+        type=float,
+        help="weight of graph-neighbour positives, method 'neighbors' (default: 1)",
+    )
+    node.add_argument(
+        "--normalize-features",
+        action="store_true",
+        help="row-normalise the features, as the GRACE/GCA code does (default: raw)",
     )
     node.add_argument("--device", default="cpu")
     node.add_argument("--json", help="write the result to this JSON file")

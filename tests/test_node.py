@@ -145,3 +145,85 @@ def test_cli_embedding_and_width_flags(tmp_path):
     assert main([*args, "--json", str(out), "--no-progress"]) == 0
     config = json.loads(out.read_text())["config"]
     assert config["embedding"] == "concat" and config["hidden"] == config["proj_hidden"] == 16
+    assert config["normalize_features"] is False and config["neighbor_weight"] == 1.0
+    args = ["node", "--seeds", "1", "--epochs", "2", "--method", "neighbors"]
+    args += ["--neighbor-weight", "0.5", "--normalize-features", "--json", str(out)]
+    assert main([*args, "--no-progress"]) == 0
+    result = json.loads(out.read_text())
+    assert result["method"] == "neighbors"
+    assert result["config"]["neighbor_weight"] == 0.5 and result["config"]["normalize_features"]
+
+
+def test_neighbors_objective_equals_weighted_positive_infonce():
+    # InfoNCE over the 2N stacked views whose positives are the node's other view (weight 1)
+    # and its graph neighbours' other views (weight λ), Ā-normalised: a dense brute force
+    from cl2gnn.node import NodeObjective
+
+    from .reference import f64, sym_normalized
+
+    gen = torch.Generator().manual_seed(1)
+    n, d, tau, lam = 7, 5, 0.4, 0.5
+    graph = torch.tensor([[0, 1, 1, 2, 3, 4, 5, 6, 2], [1, 0, 2, 1, 4, 3, 6, 5, 2]])  # + a loop
+    z1, z2 = (
+        torch.randn(n, d, generator=gen, dtype=f64),
+        torch.randn(n, d, generator=gen, dtype=f64),
+    )
+    loss = NodeObjective("neighbors", n, d, tau, graph, neighbor_weight=lam)(z1, z2, z1, z2)
+    adj = torch.zeros(2 * n, 2 * n, dtype=f64)
+    for i in range(n):
+        adj[i, i + n] = adj[i + n, i] = 1.0
+    for j, i in graph.T.tolist():
+        if i != j:  # i's view 1 is positive with j's view 2 and vice versa
+            adj[i, j + n] += lam
+            adj[i + n, j] += lam
+    x = torch.nn.functional.normalize(torch.cat([z1, z2]), dim=1)
+    s = x @ x.T / tau
+    lse = torch.logsumexp(s.masked_fill(torch.eye(2 * n, dtype=torch.bool), float("-inf")), 1)
+    expected = (lse - (sym_normalized(adj) * s).sum(1)).mean()
+    assert torch.allclose(loss, expected, atol=1e-12)
+    with pytest.raises(ValueError, match="input graph"):
+        NodeObjective("neighbors", n, d, tau)
+
+
+def test_callable_objective_matches_the_named_method(digits):
+    from cl2gnn.losses import info_nce
+
+    config = default_config("digits-knn").with_overrides(epochs=4)
+    named = train_node_model(digits, "grace", config, seed=2, progress=False)
+
+    def grace(z1, z2, h1, h2):
+        return info_nce(z1, z2, temperature=config.tau)
+
+    plugged = train_node_model(digits, grace, config, seed=2, progress=False)
+    assert plugged.losses == named.losses
+    assert torch.equal(plugged.embeddings, named.embeddings)
+
+
+def test_normalize_features_option_leaves_the_data_alone(digits):
+    config = default_config("digits-knn").with_overrides(epochs=2)
+    before = digits.x.clone()
+    raw = train_node_model(digits, "grace", config, seed=0, progress=False)
+    rows = train_node_model(
+        digits, "grace", config.with_overrides(normalize_features=True), seed=0, progress=False
+    )
+    assert torch.equal(digits.x, before)
+    assert not torch.allclose(raw.embeddings, rows.embeddings)  # other inputs, other outputs
+
+
+def test_module_objective_parameters_are_trained(digits):
+    from cl2gnn.losses import info_nce
+
+    config = default_config("digits-knn").with_overrides(epochs=3)
+
+    class ExtraHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(config.hidden, config.hidden)
+
+        def forward(self, z1, z2, h1, h2):
+            return info_nce(self.lin(z1), self.lin(z2), temperature=config.tau)
+
+    objective = ExtraHead()
+    before = objective.lin.weight.detach().clone()
+    train_node_model(digits, objective, config, progress=False)
+    assert not torch.equal(objective.lin.weight, before)  # the optimizer stepped it

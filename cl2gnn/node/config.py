@@ -21,6 +21,10 @@ class NodeConfig:
     weight_decay: float = 1e-5
     encoder: str = "gcn"
     embedding: str = "last"
+    neighbor_weight: float = 1.0  # weight of graph-neighbour positives ("neighbors" method)
+    # GRACE's and GCA's code row-normalise the features (PyG's NormalizeFeatures); raw
+    # binary bag-of-words measured better on Cora (benchmarks/RESULTS.md), so it is opt-in
+    normalize_features: bool = False
 
     def with_overrides(self, **changes) -> NodeConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

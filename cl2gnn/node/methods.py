@@ -20,18 +20,63 @@ from ..losses import (
 )
 from ..nn import MultiStageMemory
 
-METHODS = ("grace", "attention", "multistage", "kernel", "random_walk", "spectral", "knn")
+METHODS = (
+    "grace",
+    "attention",
+    "multistage",
+    "kernel",
+    "random_walk",
+    "spectral",
+    "knn",
+    "neighbors",
+)
+
+
+def cross_view_edges(source: Tensor, target: Tensor, num_nodes: int) -> Tensor:
+    """Edges ``source -> target`` of a node graph as positives across the two stacked
+    views: ``source`` in view 2 for ``target`` in view 1, and the reverse."""
+    return torch.cat(
+        [torch.stack([source + num_nodes, target]), torch.stack([source, target + num_nodes])],
+        dim=1,
+    )
 
 
 class NodeObjective(torch.nn.Module):
-    """The training loss of one method; stateful methods keep their state as buffers."""
+    """The training loss of one method; stateful methods keep their state as buffers.
 
-    def __init__(self, method: str, num_nodes: int, dim: int, tau: float, knn_k: int = 5) -> None:
+    ``neighbors`` is InfoNCE on an augmentation graph that links each node's view to its
+    own other view (weight 1) and to the other view of its graph neighbours (weight
+    ``neighbor_weight``): the input graph is part of the augmentation graph, as in
+    Local-GCL (Zhang et al., 2022) and HomoGCL (Li et al., KDD 2023). It needs ``graph``,
+    the input ``edge_index``.
+    """
+
+    def __init__(
+        self,
+        method: str,
+        num_nodes: int,
+        dim: int,
+        tau: float,
+        graph: Tensor | None = None,
+        neighbor_weight: float = 1.0,
+        knn_k: int = 5,
+    ) -> None:
         super().__init__()
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
         self.method, self.tau, self.knn_k = method, tau, knn_k
         self.register_buffer("pairs", pair_graph(num_nodes, 2), persistent=False)
+        if method == "neighbors":
+            if graph is None:
+                raise ValueError("the 'neighbors' method needs the input graph")
+            if not neighbor_weight > 0:
+                raise ValueError(f"neighbor_weight must be > 0, got {neighbor_weight}")
+            graph = graph[:, graph[0] != graph[1]]  # a node's own view is already a pair
+            edges = torch.cat([self.pairs, cross_view_edges(graph[0], graph[1], num_nodes)], 1)
+            weights = torch.ones(edges.size(1))
+            weights[self.pairs.size(1) :] = neighbor_weight
+            self.register_buffer("positives", edges, persistent=False)
+            self.register_buffer("positive_weight", weights, persistent=False)
         if method == "multistage":  # training steps are the stages
             memory = MultiStageMemory(num_nodes, dim, stages=2, warmup=20)
             self.multistage = MultiStageAlignmentLoss(memory)
@@ -49,6 +94,13 @@ class NodeObjective(torch.nn.Module):
             return info_nce(z1, z2, temperature=self.tau)
         if m == "attention":
             return attention_info_nce(z1, z2, h1=h1, h2=h2, temperature=self.tau, beta=1.0)
+        if m == "neighbors":
+            return info_nce(
+                torch.cat([z1, z2]),
+                edge_index=self.positives,
+                edge_weight=self.positive_weight.to(z1.dtype),
+                temperature=self.tau,
+            )
         if m == "multistage":
             nodes = torch.arange(z1.size(0), device=z1.device)
             pull = self.multistage(z1, z2, nodes)  # also stores this step's features
@@ -60,7 +112,5 @@ class NodeObjective(torch.nn.Module):
 
     def _knn_positives(self, h1: Tensor, h2: Tensor) -> Tensor:
         """The pair graph plus, across views, each node's k nearest feature-space neighbours."""
-        n = h1.size(0)
         nbr, node = knn_graph(0.5 * (h1 + h2).detach(), self.knn_k, backend="torch")
-        cross = torch.cat([torch.stack([nbr + n, node]), torch.stack([nbr, node + n])], dim=1)
-        return torch.cat([self.pairs, cross], dim=1)
+        return torch.cat([self.pairs, cross_view_edges(nbr, node, h1.size(0))], dim=1)

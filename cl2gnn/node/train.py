@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
+from torch_geometric.transforms import NormalizeFeatures
 from torch_geometric.utils import dropout_edge, mask_feature
 from tqdm.auto import tqdm
 
@@ -44,21 +46,35 @@ def seed_everything(seed: int) -> None:
 
 def train_node_model(
     data: Data,
-    method: str,
+    method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
     config: NodeConfig,
     seed: int = 0,
     device: str | torch.device = "cpu",
     progress: bool = True,
 ) -> TrainResult:
+    """Train GRACE's encoder and head on two augmented views per epoch with ``method``: a
+    name from :data:`~cl2gnn.node.METHODS`, or any callable ``(z1, z2, h1, h2) -> loss``
+    of the projections and encoder outputs (e.g. a baseline to compare against; the
+    parameters of a ``torch.nn.Module`` objective are trained with the encoder)."""
     if config.embedding not in EMBEDDINGS:
         raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {config.embedding!r}")
     seed_everything(seed)
+    if config.normalize_features:
+        data = NormalizeFeatures()(data.clone())
     x, edge_index = prepare_features(data.x.to(device)), data.edge_index.to(device)
     n = data.num_nodes
     encoder = GraphEncoder(x.size(1), config.hidden, config.activation, config.encoder).to(device)
     head = ProjectionHead(config.hidden, config.proj_hidden).to(device)
-    objective = NodeObjective(method, n, config.hidden, config.tau).to(device)
-    params = list(encoder.parameters()) + list(head.parameters())
+    if callable(method):  # a user objective (z1, z2, h1, h2) -> loss
+        objective, method = method, getattr(method, "__name__", type(method).__name__)
+    else:
+        objective = NodeObjective(
+            method, n, config.hidden, config.tau, edge_index, config.neighbor_weight
+        )
+    trainable = [encoder, head]
+    if isinstance(objective, torch.nn.Module):
+        trainable.append(objective.to(device))
+    params = [p for module in trainable for p in module.parameters()]
     optimizer = torch.optim.Adam(params, lr=config.learning_rate, weight_decay=config.weight_decay)
     losses, seconds = [], []
     bar = tqdm(range(config.epochs), desc=f"{method} seed {seed}", disable=not progress)
