@@ -2,11 +2,17 @@
 protocols: accuracy mean ± std over seeds, ms per training epoch, peak memory.
 
     python benchmarks/node_classification.py --dataset Cora --seeds 10 --out benchmarks/results
+    python benchmarks/node_classification.py --speed --rounds 3 --epochs 100
 
 Each method's result is written to ``<out>/node_<dataset>_<method>.json`` as soon as it
 finishes; the Markdown table (with the published anchors) is printed at the end and
 written to ``<out>/node_<dataset>.md``. ``--table-only`` rebuilds the table from the JSON
 files already in ``<out>`` (e.g. after runs with different seed counts).
+
+``--speed`` times training epochs with GRACE's configuration on the dataset for cl2gnn's
+``grace`` (exact tiled InfoNCE) and for GRACE's paper formulation of the same loss written
+densely (two ``N × N`` exp-similarity matrices per direction, autograd), through the same
+training loop, encoder and augmentations, alternating in rounds on the same machine.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from cl2gnn.node import METHODS
+from cl2gnn.node import METHODS, default_config, load_node_dataset, train_node_model
 
 # published self-supervised anchors on Cora (accuracy, %)
 ANCHORS = {
@@ -87,6 +93,52 @@ def table(results: list, dataset: str, command: str) -> str:
     return "\n".join(lines)
 
 
+def grace_paper_objective(tau: float):
+    """GRACE's loss as its paper writes it, dense: ``(z1, z2, h1, h2) -> loss``."""
+    from operators import grace_chunked_loss  # benchmarks/operators.py
+
+    def grace_paper(z1, z2, h1, h2):
+        return grace_chunked_loss(z1, z2, tau, chunk=z1.size(0))
+
+    return grace_paper
+
+
+def run_speed(dataset: str, rounds: int, epochs: int) -> list[dict]:
+    data = load_node_dataset(dataset)
+    config = default_config(data.name).with_overrides(epochs=epochs)
+    objectives = {"cl2gnn grace": "grace", "GRACE formulation": grace_paper_objective(config.tau)}
+    rows = []
+    for round_ in range(rounds):
+        for name, objective in objectives.items():
+            result = train_node_model(data, objective, config, seed=round_, progress=False)
+            rows.append({"round": round_, "objective": name, "epoch_ms": result.epoch_ms})
+            print(f"round {round_} {name}: {result.epoch_ms:.1f} ms/epoch", flush=True)
+    return rows
+
+
+def speed_table(rows: list[dict], dataset: str, epochs: int) -> str:
+    names = list(dict.fromkeys(r["objective"] for r in rows))
+    lines = [
+        f"### Training speed, {dataset}, GRACE configuration ({date.today().isoformat()})",
+        "",
+        f"Command: `python {' '.join(sys.argv)}`  ",
+        f"Machine: {cpu_name()}, {__import__('os').cpu_count()} CPU cores, no GPU; "
+        f"mean ms per epoch over {epochs} epochs (the first left out).",
+        "",
+        "| round | " + " | ".join(names) + " | ratio |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for round_ in sorted({r["round"] for r in rows}):
+        ms = [
+            next(r["epoch_ms"] for r in rows if r["round"] == round_ and r["objective"] == n)
+            for n in names
+        ]
+        lines.append(
+            f"| {round_} | " + " | ".join(f"{m:.1f}" for m in ms) + f" | {ms[0] / ms[1]:.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="Cora")
@@ -95,9 +147,17 @@ def main() -> None:
     parser.add_argument("--epochs", type=int)
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--speed", action="store_true", help="time epochs (see above)")
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.speed:
+        epochs = args.epochs or 100
+        rows = run_speed(args.dataset, args.rounds, epochs)
+        (out / f"speed_{args.dataset}.json").write_text(json.dumps(rows, indent=1))
+        print(speed_table(rows, args.dataset, epochs))
+        return
     results = []
     for method in args.methods:
         target = out / f"node_{args.dataset}_{method}.json"
