@@ -227,3 +227,23 @@ def test_module_objective_parameters_are_trained(digits):
     before = objective.lin.weight.detach().clone()
     train_node_model(digits, objective, config, progress=False)
     assert not torch.equal(objective.lin.weight, before)  # the optimizer stepped it
+
+
+def test_probe_scaling_and_c_grid():
+    # the label is an offset (5 or 6) in a feature dwarfed by a noise feature of std 100:
+    # per-feature standardisation keeps it separable, L2 row normalisation divides it by
+    # the noise and loses it
+    gen = torch.Generator().manual_seed(0)
+    y = torch.arange(400) % 2
+    feats = torch.stack([100 * torch.randn(400, generator=gen), 5.0 + y], dim=1)
+    feats[:, 1] += 0.05 * torch.randn(400, generator=gen)
+    split = (torch.arange(0, 200), torch.arange(200, 300), torch.arange(300, 400))
+    assert probe_accuracy(feats, y, split, scaling="standard") > 95.0
+    assert probe_accuracy(feats, y, split, scaling="l2") < 80.0
+    # 3:1 labels: a C so small that only the intercept is learnt predicts the majority
+    y3 = (torch.arange(400) % 4 == 0).long()
+    feats[:, 1] = 5.0 + y3 + 0.05 * torch.randn(400, generator=gen)
+    assert probe_accuracy(feats, y3, split, scaling="standard") > 95.0
+    assert probe_accuracy(feats, y3, split, scaling="standard", c_grid=[1e-6]) == 75.0
+    with pytest.raises(ValueError, match="scaling"):
+        probe_accuracy(feats, y, split, scaling="minmax")

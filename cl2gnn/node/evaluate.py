@@ -16,6 +16,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.preprocessing import StandardScaler
 from torch import Tensor
 from torch_geometric.data import Data
 
@@ -46,10 +47,29 @@ def _classifier(c: float) -> LogisticRegression:
     return LogisticRegression(C=c, max_iter=2000)
 
 
-def probe_accuracy(embeddings: Tensor, y: Tensor, split, seed: int = 0) -> float:
-    """Test accuracy in percent of a logistic regression on L2-normalised embeddings."""
+FEATURE_SCALINGS = ("l2", "standard", "none")
+
+
+def probe_accuracy(
+    embeddings: Tensor,
+    y: Tensor,
+    split,
+    seed: int = 0,
+    scaling: str = "l2",
+    c_grid: np.ndarray = C_GRID,
+) -> float:
+    """Test accuracy in percent of a logistic regression on the embeddings, L2-normalised
+    by default (``scaling="standard"``: zero mean, unit variance per feature; ``"none"``),
+    ``C`` from ``c_grid`` chosen by validation or, without one, 5-fold CV."""
+    if scaling not in FEATURE_SCALINGS:
+        raise ValueError(f"scaling must be one of {FEATURE_SCALINGS}, got {scaling!r}")
     train, val, test = split
-    feats = torch.nn.functional.normalize(embeddings.float(), dim=1).numpy()
+    feats = embeddings.float().cpu()
+    if scaling == "l2":
+        feats = torch.nn.functional.normalize(feats, dim=1)
+    feats = feats.numpy()
+    if scaling == "standard":
+        feats = StandardScaler().fit_transform(feats)
     labels = y.cpu().numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -57,12 +77,12 @@ def probe_accuracy(embeddings: Tensor, y: Tensor, split, seed: int = 0) -> float
             folds = min(5, int(np.bincount(labels[train]).min()))
             search = GridSearchCV(
                 _classifier(1.0),
-                {"C": C_GRID},
+                {"C": c_grid},
                 cv=StratifiedKFold(max(folds, 2), shuffle=True, random_state=seed),
             )
             model = search.fit(feats[train], labels[train]).best_estimator_
         else:
-            fitted = [_classifier(c).fit(feats[train], labels[train]) for c in C_GRID]
+            fitted = [_classifier(c).fit(feats[train], labels[train]) for c in c_grid]
             scores = [m.score(feats[val], labels[val]) for m in fitted]
             model = fitted[int(np.argmax(scores))]
     return 100.0 * float(model.score(feats[test], labels[test]))
