@@ -16,6 +16,7 @@ from cl2gnn.node import (
     make_split,
     prepare_features,
     probe_accuracy,
+    probe_scores,
     train_node_model,
 )
 from cl2gnn.node.models import GraphEncoder
@@ -245,5 +246,21 @@ def test_probe_scaling_and_c_grid():
     feats[:, 1] = 5.0 + y3 + 0.05 * torch.randn(400, generator=gen)
     assert probe_accuracy(feats, y3, split, scaling="standard") > 95.0
     assert probe_accuracy(feats, y3, split, scaling="standard", c_grid=[1e-6]) == 75.0
+    tiny = probe_scores(feats, y3, split, scaling="standard", c_grid=[1e-6])
+    assert tiny == {"validation": 75.0, "test": 75.0}  # majority rate on nodes 200-299 too
+    cv = probe_scores(feats, y3, (split[0], None, split[2]), scaling="standard", c_grid=[1e-6])
+    assert cv["validation"] == 75.0  # cross-validated on the training nodes
     with pytest.raises(ValueError, match="scaling"):
         probe_accuracy(feats, y, split, scaling="minmax")
+
+
+def test_snapshots_leave_the_run_unchanged(digits):
+    config = default_config("digits-knn").with_overrides(epochs=6)
+    plain = train_node_model(digits, "grace", config, seed=1, progress=False)
+    kept = train_node_model(digits, "grace", config, seed=1, progress=False, snapshot_every=3)
+    assert plain.snapshots == {} and sorted(kept.snapshots) == [3, 6]
+    assert kept.losses == plain.losses and torch.equal(kept.embeddings, plain.embeddings)
+    assert torch.equal(kept.snapshots[6], kept.embeddings)
+    assert not torch.equal(kept.snapshots[3], kept.embeddings)
+    with pytest.raises(ValueError, match="snapshot_every"):
+        train_node_model(digits, "grace", config, progress=False, snapshot_every=-1)

@@ -2,7 +2,7 @@
 
 from .config import DEFAULTS, EMBEDDINGS, NodeConfig, default_config
 from .datasets import DATASETS, EMBEDDED, load_node_dataset
-from .evaluate import PROTOCOLS, make_split, probe_accuracy
+from .evaluate import PROTOCOLS, make_split, probe_accuracy, probe_scores
 from .features import SparseFeatures, prepare_features
 from .methods import METHODS, NodeObjective
 from .models import GraphEncoder, ProjectionHead
@@ -29,6 +29,7 @@ __all__ = [
     "make_split",
     "prepare_features",
     "probe_accuracy",
+    "probe_scores",
     "run_node",
     "train_node_model",
 ]

@@ -50,17 +50,18 @@ def _classifier(c: float) -> LogisticRegression:
 FEATURE_SCALINGS = ("l2", "standard", "none")
 
 
-def probe_accuracy(
+def probe_scores(
     embeddings: Tensor,
     y: Tensor,
     split,
     seed: int = 0,
     scaling: str = "l2",
     c_grid: np.ndarray = C_GRID,
-) -> float:
-    """Test accuracy in percent of a logistic regression on the embeddings, L2-normalised
-    by default (``scaling="standard"``: zero mean, unit variance per feature; ``"none"``),
-    ``C`` from ``c_grid`` chosen by validation or, without one, 5-fold CV."""
+) -> dict[str, float]:
+    """``{"validation", "test"}`` accuracies in percent of a logistic regression on the
+    embeddings, L2-normalised by default (``scaling="standard"``: zero mean, unit variance
+    per feature; ``"none"``), ``C`` from ``c_grid`` chosen by validation or, without a
+    validation set, 5-fold CV (then ``"validation"`` is the best cross-validated score)."""
     if scaling not in FEATURE_SCALINGS:
         raise ValueError(f"scaling must be one of {FEATURE_SCALINGS}, got {scaling!r}")
     train, val, test = split
@@ -80,9 +81,18 @@ def probe_accuracy(
                 {"C": c_grid},
                 cv=StratifiedKFold(max(folds, 2), shuffle=True, random_state=seed),
             )
-            model = search.fit(feats[train], labels[train]).best_estimator_
+            search.fit(feats[train], labels[train])
+            model, val_score = search.best_estimator_, search.best_score_
         else:
             fitted = [_classifier(c).fit(feats[train], labels[train]) for c in c_grid]
             scores = [m.score(feats[val], labels[val]) for m in fitted]
-            model = fitted[int(np.argmax(scores))]
-    return 100.0 * float(model.score(feats[test], labels[test]))
+            model, val_score = fitted[int(np.argmax(scores))], max(scores)
+    return {
+        "validation": 100.0 * float(val_score),
+        "test": 100.0 * float(model.score(feats[test], labels[test])),
+    }
+
+
+def probe_accuracy(embeddings: Tensor, y: Tensor, split, seed: int = 0, **probe) -> float:
+    """Test accuracy in percent of :func:`probe_scores` (same options)."""
+    return probe_scores(embeddings, y, split, seed, **probe)["test"]

@@ -25,6 +25,7 @@ class TrainResult:
     embeddings: Tensor  # frozen encoder output on the clean graph, [N, hidden]
     losses: list[float] = field(default_factory=list)
     epoch_ms: float = 0.0  # mean wall time of one training epoch
+    snapshots: dict[int, Tensor] = field(default_factory=dict)  # epoch -> embeddings
 
 
 def augment(x: Tensor | SparseFeatures, edge_index: Tensor, p_edge: float, p_feature: float):
@@ -51,11 +52,16 @@ def train_node_model(
     seed: int = 0,
     device: str | torch.device = "cpu",
     progress: bool = True,
+    snapshot_every: int = 0,
 ) -> TrainResult:
     """Train GRACE's encoder and head on two augmented views per epoch with ``method``: a
     name from :data:`~cl2gnn.node.METHODS`, or any callable ``(z1, z2, h1, h2) -> loss``
     of the projections and encoder outputs (e.g. a baseline to compare against; the
-    parameters of a ``torch.nn.Module`` objective are trained with the encoder)."""
+    parameters of a ``torch.nn.Module`` objective are trained with the encoder).
+    ``snapshot_every > 0`` also keeps the embeddings after every that many epochs (to
+    choose a training length on validation nodes)."""
+    if snapshot_every < 0:
+        raise ValueError(f"snapshot_every must be >= 0, got {snapshot_every}")
     if config.embedding not in EMBEDDINGS:
         raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {config.embedding!r}")
     seed_everything(seed)
@@ -76,9 +82,16 @@ def train_node_model(
         trainable.append(objective.to(device))
     params = [p for module in trainable for p in module.parameters()]
     optimizer = torch.optim.Adam(params, lr=config.learning_rate, weight_decay=config.weight_decay)
-    losses, seconds = [], []
+
+    def embed() -> Tensor:  # the frozen encoder on the clean graph
+        encoder.eval()
+        with torch.no_grad():
+            graph = encoder.propagation_graph(edge_index, n)
+            return encoder(x, graph, concat_layers=config.embedding == "concat").cpu()
+
+    losses, seconds, snapshots = [], [], {}
     bar = tqdm(range(config.epochs), desc=f"{method} seed {seed}", disable=not progress)
-    for _ in bar:
+    for epoch in bar:
         start = time.perf_counter()
         encoder.train()
         x1, e1 = augment(x, edge_index, config.drop_edge[0], config.drop_feature[0])
@@ -92,9 +105,7 @@ def train_node_model(
         seconds.append(time.perf_counter() - start)
         losses.append(float(loss.detach()))
         bar.set_postfix(loss=f"{losses[-1]:.4f}")
-    encoder.eval()
-    with torch.no_grad():
-        graph = encoder.propagation_graph(edge_index, n)
-        embeddings = encoder(x, graph, concat_layers=config.embedding == "concat").cpu()
+        if snapshot_every and (epoch + 1) % snapshot_every == 0:
+            snapshots[epoch + 1] = embed()
     warm = seconds[1:] if len(seconds) > 1 else seconds  # the first epoch pays one-off costs
-    return TrainResult(embeddings, losses, 1000.0 * float(np.mean(warm)))
+    return TrainResult(embed(), losses, 1000.0 * float(np.mean(warm)), snapshots)
