@@ -108,4 +108,5 @@ def train_node_model(
         if snapshot_every and (epoch + 1) % snapshot_every == 0:
             snapshots[epoch + 1] = embed()
     warm = seconds[1:] if len(seconds) > 1 else seconds  # the first epoch pays one-off costs
-    return TrainResult(embed(), losses, 1000.0 * float(np.mean(warm)), snapshots)
+    final = snapshots[config.epochs] if config.epochs in snapshots else embed()
+    return TrainResult(final, losses, 1000.0 * float(np.mean(warm)), snapshots)
