@@ -19,6 +19,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from node_sweep import parse_entry  # benchmarks/node_sweep.py
 
 from cl2gnn.node import (
     default_config,
@@ -36,9 +37,10 @@ def snapshot_scores(data, method: str, config, seeds: int, every: int) -> dict:
     curves: dict[int, dict[str, list[float]]] = {}
     for seed in range(seeds):
         result = train_node_model(data, method, config, seed, progress=True, snapshot_every=every)
+        grace_split = make_split("grace", data, seed)
         for epoch, embeddings in result.snapshots.items():
             scores = probe_scores(embeddings, data.y, public, seed)
-            grace = probe_accuracy(embeddings, data.y, make_split("grace", data, seed), seed)
+            grace = probe_accuracy(embeddings, data.y, grace_split, seed)
             curve = curves.setdefault(epoch, {"validation": [], "public": [], "grace": []})
             curve["validation"].append(scores["validation"])
             curve["public"].append(scores["test"])
@@ -86,8 +88,7 @@ def main() -> None:
     data = load_node_dataset(args.dataset)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     for entry in json.loads(Path(args.configs).read_text()):
-        overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()}
-        method = overrides.pop("method")
+        method, overrides = parse_entry(entry)
         config = default_config(data.name).with_overrides(**overrides)
         curves = snapshot_scores(data, method, config, args.seeds, args.every)
         report(entry, args.seeds, curves)

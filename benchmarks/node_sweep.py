@@ -20,9 +20,14 @@ from cl2gnn.node import run_node
 PROTOCOLS = ("public", "grace")
 
 
-def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
+def parse_entry(entry: dict) -> tuple[str, dict]:
+    """``(method, NodeConfig overrides)`` of one JSON entry (JSON lists become tuples)."""
     overrides = {k: tuple(v) if isinstance(v, list) else v for k, v in entry.items()}
-    method = overrides.pop("method")
+    return overrides.pop("method"), overrides
+
+
+def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
+    method, overrides = parse_entry(entry)
     start = time.perf_counter()
     results = run_node(dataset, method, PROTOCOLS, seeds, progress=False, **overrides)
     summary = {

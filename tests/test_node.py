@@ -260,7 +260,10 @@ def test_snapshots_leave_the_run_unchanged(digits):
     kept = train_node_model(digits, "grace", config, seed=1, progress=False, snapshot_every=3)
     assert plain.snapshots == {} and sorted(kept.snapshots) == [3, 6]
     assert kept.losses == plain.losses and torch.equal(kept.embeddings, plain.embeddings)
-    assert torch.equal(kept.snapshots[6], kept.embeddings)
     assert not torch.equal(kept.snapshots[3], kept.embeddings)
+    # 6 epochs, every 4: one snapshot, the final embeddings computed after the loop
+    sparse = train_node_model(digits, "grace", config, seed=1, progress=False, snapshot_every=4)
+    assert sorted(sparse.snapshots) == [4] and torch.equal(sparse.embeddings, plain.embeddings)
+    assert not torch.equal(sparse.snapshots[4], plain.embeddings)
     with pytest.raises(ValueError, match="snapshot_every"):
         train_node_model(digits, "grace", config, progress=False, snapshot_every=-1)
