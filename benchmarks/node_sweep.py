@@ -33,7 +33,9 @@ def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
     summary = {
         r["protocol"]: [round(r["accuracy_mean"], 2), round(r["accuracy_std"], 2)] for r in results
     }
-    return {**entry, "seeds": seeds, **summary, "seconds": round(time.perf_counter() - start)}
+    seconds = round(time.perf_counter() - start)
+    epoch_ms = round(results[0]["epoch_ms"], 1)
+    return {**entry, "seeds": seeds, **summary, "epoch_ms": epoch_ms, "seconds": seconds}
 
 
 def main() -> None:

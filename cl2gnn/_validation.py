@@ -115,3 +115,23 @@ def as_edge_index(
                 f"but there are only {num_nodes} nodes (valid range 0..{num_nodes - 1})"
             )
     return edge_index, edge_weight
+
+
+def as_keys(keys: Tensor, num_rows: int) -> Tensor:
+    """Validate sampled key rows (a non-empty 1-D integer tensor of distinct indices in
+    range) and return them as ``int64``."""
+    if not isinstance(keys, Tensor):
+        raise TypeError(f"keys must be a Tensor, got {type(keys).__name__}")
+    if keys.dim() != 1 or keys.numel() == 0:
+        raise ValueError(f"keys must be a non-empty 1-D tensor, got shape {tuple(keys.shape)}")
+    if keys.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"keys must be an integer tensor, got {keys.dtype}")
+    keys = keys.long()
+    if not _read_values():
+        return keys
+    lo, hi = int(keys.min()), int(keys.max())
+    if lo < 0 or hi >= num_rows:
+        raise ValueError(f"keys refer to row {lo if lo < 0 else hi}, but there are {num_rows} rows")
+    if torch.unique(keys).numel() != keys.numel():
+        raise ValueError("keys must be distinct (a repeated key would be counted twice)")
+    return keys

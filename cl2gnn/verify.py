@@ -34,6 +34,7 @@ def run_checks(device: str = "cpu", num_nodes: int = 64, dim: int = 16, seed: in
     memory.push(rand(num_nodes, dim), ids)
     memory.next_stage()
     pairs = pair_graph(num_nodes // 2, 2, device=device)
+    keys = torch.randperm(num_nodes, generator=gen)[: num_nodes // 4].to(device)
     checks: list[tuple[str, Callable[[], float]]] = [
         ("AlignConv", lambda: _identity_error(AlignConv(0.3), x, edge_index, weight)),
         ("UniformAttention", lambda: _identity_error(UniformAttention(0.3, 0.5), x)),
@@ -44,6 +45,10 @@ def run_checks(device: str = "cpu", num_nodes: int = 64, dim: int = 16, seed: in
         (
             "UniformAttention(sparse)",
             lambda: _identity_error(UniformAttention(0.3, 0.5), x, edge_index),
+        ),
+        (
+            "UniformAttention(sampled keys)",
+            lambda: _identity_error(UniformAttention(0.3, 0.5), x, keys=keys),
         ),
         (
             "AttentionAlignConv(negatives)",

@@ -85,6 +85,48 @@ def test_uniform_weights_and_exclusion(case, stop_gradient):
     assert torch.allclose(op.energy(x, weight=weight, exclude_index=edge_index), expected)
 
 
+@given(graphs(min_nodes=2), st.booleans(), st.booleans(), st.data())
+def test_uniform_sampled_keys_identity_and_energy(case, stop_gradient, self_loops, data):
+    x, _, _, step = case
+    n = x.size(0)
+    k = data.draw(st.integers(1, n))
+    keys = torch.randperm(n, generator=torch.Generator().manual_seed(k))[:k]
+    weight = torch.rand(n, dtype=f64)
+    op = UniformAttention(step=step, tau=0.6, stop_gradient=stop_gradient, self_loops=self_loops)
+    assert identity_error(op, x, weight=weight, keys=keys) < TOL
+    # brute force: each anchor's keys, then its sum scaled to the complete graph's size
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    mask[:, keys] = True
+    if not self_loops:
+        mask.fill_diagonal_(False)
+    count = mask.sum(1).to(f64)
+    scale = torch.log((n if self_loops else n - 1) / count[count > 0])
+    expected = ref.uniform_energy(x, 0.6, stop_gradient, True, mask, weight)
+    expected = expected + (weight[count > 0] * scale).sum()
+    assert torch.allclose(op.energy(x, weight=weight, keys=keys), expected)
+
+
+@pytest.mark.parametrize("stop_gradient", [False, True])
+def test_uniform_all_keys_is_the_complete_graph(stop_gradient):
+    x = torch.randn(10, 4, dtype=f64)
+    op = UniformAttention(step=0.2, tau=0.5, stop_gradient=stop_gradient)
+    keys = torch.randperm(10)
+    assert torch.allclose(op.energy(x, keys=keys), op.energy(x))
+    assert torch.allclose(op(x, keys=keys), op(x))
+
+
+def test_uniform_sampled_partition_is_unbiased():
+    """Averaged over every K-subset, exp of a row's sampled log-partition is its exact
+    partition sum (an enumeration, no sampling noise)."""
+    n, k, tau = 6, 3, 0.5
+    x = torch.randn(n, 3, dtype=f64)
+    op = UniformAttention(tau=tau)
+    subsets = torch.combinations(torch.arange(n), k)
+    sampled = torch.stack([op.row_logsumexp(x, keys=keys).exp() for keys in subsets])
+    assert torch.allclose(sampled.mean(0), op.row_logsumexp(x).exp())
+    assert not torch.allclose(sampled[0], op.row_logsumexp(x).exp())  # each draw varies
+
+
 def test_uniform_closed_forms_eq7_eq8():
     x = torch.randn(9, 4, dtype=f64)
     alpha, tau = 0.3, 0.6

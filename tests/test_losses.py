@@ -67,6 +67,31 @@ def test_infonce_matches_bruteforce_float64(tau, b, d):
     assert not torch.allclose(InfoNCELoss(tau)(z1, z2), InfoNCELoss(tau * 1.5)(z1, z2))
 
 
+@given(st.integers(2, 8), st.integers(1, 5), st.data())
+def test_infonce_sampled_keys_matches_bruteforce(b, d, data):
+    """``num_keys``: the uniformity sum over the drawn keys (self left out), scaled to the
+    2b - 1 keys of the complete graph; the positive term stays exact."""
+    n, tau = 2 * b, 0.4
+    k = data.draw(st.integers(1, n - 1))
+    z1, z2 = views(b, d)
+    torch.manual_seed(k)
+    ours = info_nce(z1, z2, temperature=tau, num_keys=k)
+    torch.manual_seed(k)
+    keys = torch.randperm(n)[:k].tolist()  # the draw info_nce makes
+    x = F.normalize(torch.cat([z1, z2]), dim=1)
+    total = 0.0
+    for i in range(n):
+        others = [j for j in keys if j != i]  # none for the key's own row when k == 1
+        if others:
+            partition = sum(torch.exp(x[i] @ x[j] / tau) for j in others)
+            total += torch.log(partition * (n - 1) / len(others))
+        total -= x[i] @ x[(i + b) % n] / tau
+    assert torch.allclose(ours, total / n)
+    assert torch.equal(
+        info_nce(z1, z2, temperature=tau, num_keys=n), info_nce(z1, z2, temperature=tau)
+    )
+
+
 @given(st.integers(2, 6), st.integers(2, 4), st.integers(1, 6), st.floats(0.1, 1.0))
 def test_infonce_multiview_sample_id(num_samples, num_views, d, tau):
     x = torch.randn(num_samples * num_views, d, dtype=f64)

@@ -267,3 +267,20 @@ def test_snapshots_leave_the_run_unchanged(digits):
     assert not torch.equal(sparse.snapshots[4], plain.embeddings)
     with pytest.raises(ValueError, match="snapshot_every"):
         train_node_model(digits, "grace", config, progress=False, snapshot_every=-1)
+
+
+def test_sampled_keys_repeat_and_reduce_to_the_exact_loss(digits, tmp_path):
+    config = default_config("digits-knn").with_overrides(epochs=15)
+    exact = train_node_model(digits, "grace", config, seed=1, progress=False)
+    sampled = config.with_overrides(num_keys=128)
+    a, b = (train_node_model(digits, "grace", sampled, seed=1, progress=False) for _ in "ab")
+    assert a.losses == b.losses and torch.equal(a.embeddings, b.embeddings)
+    assert a.losses != exact.losses and a.losses[-1] < a.losses[0]
+    every = config.with_overrides(num_keys=2 * digits.num_nodes)  # all views: exact
+    assert train_node_model(digits, "grace", every, seed=1, progress=False).losses == exact.losses
+    with pytest.raises(ValueError, match="num_keys"):
+        train_node_model(digits, "kernel", sampled, progress=False)
+    out = tmp_path / "r.json"
+    args = ["node", "--seeds", "1", "--epochs", "2", "--num-keys", "64", "--json", str(out)]
+    assert main([*args, "--no-progress"]) == 0
+    assert json.loads(out.read_text())["config"]["num_keys"] == 64

@@ -5,12 +5,19 @@ import torch
 
 from cl2gnn.graphs import knn_graph, pair_graph, radius_graph, sbm_graph
 from cl2gnn.losses import InfoNCELoss, KernelInfoNCELoss
-from cl2gnn.nn import AlignConv, AttentionAlignConv, MultiStageMemory, UniformAttention
+from cl2gnn.nn import (
+    AlignConv,
+    AttentionAlignConv,
+    ContrastiveConv,
+    MultiStageMemory,
+    UniformAttention,
+)
 
 X = torch.randn(6, 3, generator=torch.Generator().manual_seed(0))
 X_NAN = X.clone()
 X_NAN[0, 0] = float("nan")
 EDGES = pair_graph(3, 2)
+KEYS = torch.tensor([0, 2])
 
 
 @pytest.mark.parametrize(
@@ -29,6 +36,16 @@ EDGES = pair_graph(3, 2)
         (lambda: UniformAttention()(X[:1]), "at least 2"),
         (lambda: UniformAttention()(X, weight=torch.ones(5)), "weight"),
         (lambda: UniformAttention()(X, EDGES, exclude_index=EDGES), "exclude_index"),
+        (lambda: UniformAttention()(X, keys=torch.tensor([0, 6])), "row 6"),
+        (lambda: UniformAttention()(X, keys=torch.tensor([1, 1])), "distinct"),
+        (lambda: UniformAttention()(X, keys=torch.tensor([[0, 1]])), "1-D"),
+        (lambda: UniformAttention()(X, keys=torch.tensor([], dtype=torch.long)), "non-empty"),
+        (lambda: UniformAttention()(X, keys=torch.tensor([0.0, 1.0])), "integer"),
+        (lambda: UniformAttention().energy(X, EDGES, keys=torch.tensor([0])), "complete graph"),
+        (lambda: ContrastiveConv(positive_in_denominator=False)(X, EDGES, keys=KEYS), "keys"),
+        (lambda: InfoNCELoss(num_keys=0), "num_keys"),
+        (lambda: InfoNCELoss(num_keys=True), "num_keys"),
+        (lambda: InfoNCELoss(num_keys=2.5), "num_keys"),
         (lambda: AttentionAlignConv(normalize="rows"), "normalize"),
         (lambda: AttentionAlignConv()(X, EDGES, h=torch.randn(5, 2)), "rows"),
         (lambda: MultiStageMemory(4, 3, mode="sum"), "mode"),

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor
 
@@ -19,13 +20,31 @@ def info_nce(
     normalize: bool = True,
     positive_in_denominator: bool = True,
     implementation: str = "auto",
+    num_keys: int | None = None,
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if normalize:
         x = F.normalize(x, dim=-1)
     conv = contrastive_conv(float(temperature), bool(positive_in_denominator), implementation)
-    return conv.energy(x, edge_index, edge_weight) / x.size(0)
+    keys = sample_keys(x.size(0), num_keys, x.device)
+    return conv.energy(x, edge_index, edge_weight, keys) / x.size(0)
+
+
+def sample_keys(n: int, num_keys: int | None, device: torch.device) -> Tensor | None:
+    """``num_keys`` distinct rows of ``n`` drawn uniformly (torch's global generator, so
+    seeded runs repeat); ``None`` (the complete graph) when all rows would be drawn."""
+    check_num_keys(num_keys)
+    if num_keys is None or num_keys >= n:
+        return None
+    return torch.randperm(n, device=device)[:num_keys]
+
+
+def check_num_keys(num_keys: int | None) -> None:
+    if num_keys is not None and (
+        isinstance(num_keys, bool) or not isinstance(num_keys, int) or num_keys < 1
+    ):
+        raise ValueError(f"num_keys must be a positive integer or None, got {num_keys!r}")
 
 
 class InfoNCELoss(GraphLoss):
@@ -54,6 +73,11 @@ class InfoNCELoss(GraphLoss):
             memory), ``"tiled"`` (exact, ``O(N d)`` memory), ``"triton"`` (the same, fused
             CUDA kernels; positives in the denominator only) or ``"auto"`` (tiled from
             2,048 rows on) (default: ``"auto"``).
+        num_keys (int, optional): the uniformity term over this many rows drawn afresh
+            at each call instead of all :math:`N` (the sampled affinity graph of
+            :class:`~cl2gnn.nn.UniformAttention`, unbiased for the partition sum,
+            ``N·num_keys`` logits instead of ``N²``); ``None`` or ``>= N`` is the exact
+            loss (default: ``None``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
@@ -68,6 +92,8 @@ class InfoNCELoss(GraphLoss):
         >>> # kNN positives on one batch of features
         >>> x = torch.randn(512, 128)
         >>> loss = loss_fn(x, edge_index=knn_graph(x, k=5, symmetrize="union"))
+        >>> # uniformity over 256 keys drawn afresh per call (N·256 logits, not N²)
+        >>> loss = InfoNCELoss(num_keys=256)(z1, z2)
     """
 
     functional = staticmethod(info_nce)
@@ -78,13 +104,16 @@ class InfoNCELoss(GraphLoss):
         normalize: bool = True,
         positive_in_denominator: bool = True,
         implementation: str = "auto",
+        num_keys: int | None = None,
     ) -> None:
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         contrastive_conv(float(temperature), True, implementation)  # validates it early
+        check_num_keys(num_keys)
         super().__init__(
             temperature=temperature,
             normalize=normalize,
             positive_in_denominator=positive_in_denominator,
             implementation=implementation,
+            num_keys=num_keys,
         )

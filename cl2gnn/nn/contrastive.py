@@ -40,7 +40,8 @@ class ContrastiveConv(torch.nn.Module):
 
     Shapes:
         - **input:** features :math:`(N, d)`, augmentation ``edge_index`` :math:`(2, E)`,
-          ``edge_weight`` :math:`(E)` *(optional)*
+          ``edge_weight`` :math:`(E)` *(optional)*, sampled uniformity ``keys``
+          :math:`(K)` *(optional, see* :class:`UniformAttention` *)*
         - **output:** features :math:`(N, d)`; :meth:`energy`: scalar
     """
 
@@ -64,16 +65,34 @@ class ContrastiveConv(torch.nn.Module):
         self.align.reset_parameters()
         self.uniform.reset_parameters()
 
-    def energy(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
-        exclude = None if self.positive_in_denominator else edge_index
-        return self.align.energy(x, edge_index, edge_weight) / self.tau + self.uniform.energy(
-            x, exclude_index=exclude
-        )
+    def energy(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_weight: Tensor | None = None,
+        keys: Tensor | None = None,
+    ) -> Tensor:
+        uniform = self.uniform.energy(x, **self._affinity(edge_index, keys))
+        return self.align.energy(x, edge_index, edge_weight) / self.tau + uniform
 
-    def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
-        exclude = None if self.positive_in_denominator else edge_index
+    def forward(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_weight: Tensor | None = None,
+        keys: Tensor | None = None,
+    ) -> Tensor:
         aligned = self.align(x, edge_index, edge_weight)
-        return aligned + self.uniform(x, exclude_index=exclude) - x
+        return aligned + self.uniform(x, **self._affinity(edge_index, keys)) - x
+
+    def _affinity(self, edge_index: Tensor, keys: Tensor | None) -> dict:
+        """The uniformity term's affinity graph: complete, without the positives in the
+        decoupled form, or to sampled keys."""
+        if keys is not None:
+            if not self.positive_in_denominator:
+                raise ValueError("sampled keys need positive_in_denominator=True")
+            return {"keys": keys}
+        return {"exclude_index": None if self.positive_in_denominator else edge_index}
 
     def __repr__(self) -> str:
         return (

@@ -5,7 +5,7 @@ from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
-from .._validation import as_edge_index, check_features
+from .._validation import as_edge_index, as_keys, check_features
 from ._graph import edge_dot, scatter_logsumexp
 from .tiled import tiled_row_logsumexp
 from .tiled_triton import triton_row_logsumexp
@@ -42,6 +42,15 @@ class UniformAttention(MessagePassing):
     The :math:`-\|x\|^2` terms make :math:`\frac{1}{\tau}` ``AlignConv.energy`` plus this
     energy exactly InfoNCE (Proposition 1).
 
+    With ``keys`` (a set :math:`K` of row indices, e.g. a fresh random sample each step)
+    the affinity graph links every anchor to the keys only, and each anchor's sum is
+    scaled up to its complete-graph size (:math:`N` keys with ``self_loops``),
+    :math:`\operatorname{LSE}_{j \in K \setminus i} S_{ij} + \log \frac{N - 1}{|K \setminus i|}`,
+    so that its exponential is an unbiased estimate of the complete graph's partition
+    sum (neighbour sampling on the affinity graph, as GraphSAGE samples a graph): the
+    logits cost :math:`N |K| d` instead of :math:`N^2 d`. The scale is a constant, so the
+    step keeps the form above with :math:`P` the softmax over the keys.
+
     Args:
         step (float, optional): step size :math:`\alpha` (default: ``0.1``).
         tau (float, optional): temperature :math:`\tau > 0` (default: ``0.5``).
@@ -62,7 +71,8 @@ class UniformAttention(MessagePassing):
         - **input:** features :math:`(N, d)`; optional affinity ``edge_index``
           :math:`(2, E)` (``j -> i`` makes ``j`` a key of anchor ``i``), anchor ``weight``
           :math:`(N)`, ``exclude_index`` :math:`(2, E')` of pairs removed from the
-          complete graph (e.g. positives, for a decoupled denominator)
+          complete graph (e.g. positives, for a decoupled denominator), or sampled
+          ``keys`` :math:`(K)` of distinct rows
         - **output:** features :math:`(N, d)`; :meth:`energy`: scalar
     """
 
@@ -103,9 +113,10 @@ class UniformAttention(MessagePassing):
         *,
         weight: Tensor | None = None,
         exclude_index: Tensor | None = None,
+        keys: Tensor | None = None,
     ) -> Tensor:
-        weight, exclude_index = self._check(x, edge_index, weight, exclude_index)
-        lse = self._row_logsumexp(x, edge_index, exclude_index)
+        weight, exclude_index, keys = self._check(x, edge_index, weight, exclude_index, keys)
+        lse = self._row_logsumexp(x, edge_index, exclude_index, keys)
         lse_term = (weight * torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))).sum()
         norm_scale = 2.0 if self.stop_gradient else 1.0
         return lse_term - (weight * (x * x).sum(-1)).sum() / (norm_scale * self.tau)
@@ -116,15 +127,22 @@ class UniformAttention(MessagePassing):
         edge_index: Tensor | None = None,
         *,
         exclude_index: Tensor | None = None,
+        keys: Tensor | None = None,
     ) -> Tensor:
         r"""The per-anchor log-partition :math:`\operatorname{LSE}_j S_{ij}` (``[N]``,
         ``-inf`` for an anchor without keys), differentiable, tiled like :meth:`energy`."""
-        _, exclude_index = self._check(x, edge_index, None, exclude_index)
-        return self._row_logsumexp(x, edge_index, exclude_index)
+        _, exclude_index, keys = self._check(x, edge_index, None, exclude_index, keys)
+        return self._row_logsumexp(x, edge_index, exclude_index, keys)
 
     def _row_logsumexp(
-        self, x: Tensor, edge_index: Tensor | None, exclude_index: Tensor | None
+        self,
+        x: Tensor,
+        edge_index: Tensor | None,
+        exclude_index: Tensor | None,
+        keys: Tensor | None = None,
     ) -> Tensor:
+        if keys is not None:
+            return self._sampled_row_logsumexp(x, keys)
         if edge_index is None and self.implementation == "triton":
             if exclude_index is not None:
                 raise ValueError("the Triton implementation does not take exclude_index")
@@ -151,9 +169,17 @@ class UniformAttention(MessagePassing):
         *,
         weight: Tensor | None = None,
         exclude_index: Tensor | None = None,
+        keys: Tensor | None = None,
     ) -> Tensor:
-        weight, exclude_index = self._check(x, edge_index, weight, exclude_index)
-        if edge_index is None:
+        weight, exclude_index, keys = self._check(x, edge_index, weight, exclude_index, keys)
+        if keys is not None:
+            attn = torch.softmax(self._sampled_logits(x, keys), dim=1)
+            attn = torch.nan_to_num(attn) * weight[:, None]  # rows without keys -> 0
+            attended = attn @ x[keys]
+            transposed = None
+            if not self.stop_gradient:  # each key collects the anchors attending to it
+                transposed = torch.zeros_like(x).index_add_(0, keys, attn.T @ x)
+        elif edge_index is None:
             attn = torch.softmax(self._dense_logits(x, x, exclude_index), dim=1)
             attn = torch.nan_to_num(attn) * weight[:, None]  # rows without keys -> 0
             attended = attn @ x
@@ -183,19 +209,26 @@ class UniformAttention(MessagePassing):
         edge_index: Tensor | None,
         weight: Tensor | None,
         exclude_index: Tensor | None,
-    ) -> tuple[Tensor, Tensor | None]:
+        keys: Tensor | None = None,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         check_features(x, min_rows=1 if self.self_loops or edge_index is not None else 2)
+        if keys is not None:
+            if edge_index is not None or exclude_index is not None:
+                raise ValueError(
+                    "keys sample the complete graph: pass no edge_index or exclude_index"
+                )
+            keys = as_keys(keys, x.size(0))
         if exclude_index is not None:
             if edge_index is not None:
                 raise ValueError("exclude_index applies to the implicit complete graph only")
             exclude_index, _ = as_edge_index(exclude_index, None, x.size(0), allow_empty=True)
         if weight is None:
-            return x.new_ones(x.size(0)), exclude_index
+            return x.new_ones(x.size(0)), exclude_index, keys
         if weight.shape != (x.size(0),):
             raise ValueError(
                 f"weight must have shape [N] = [{x.size(0)}], got {tuple(weight.shape)}"
             )
-        return weight.detach().to(x.dtype), exclude_index
+        return weight.detach().to(x.dtype), exclude_index, keys
 
     def _use_tiled(self, x: Tensor, exclude_index: Tensor | None) -> bool:
         if self.implementation == "dense":
@@ -206,6 +239,26 @@ class UniformAttention(MessagePassing):
                 raise ValueError("the tiled energy needs a symmetric exclude_index")
             return True
         return symmetric and x.size(0) >= TILED_MIN_ROWS
+
+    def _sampled_logits(self, x: Tensor, keys: Tensor) -> Tensor:
+        """``[N, K]`` logits to the sampled keys, self pairs ``-inf`` unless kept."""
+        key_rows = x[keys]
+        logits = x @ (key_rows.detach() if self.stop_gradient else key_rows).T / self.tau
+        if self.self_loops:
+            return logits
+        columns = torch.arange(keys.numel(), device=x.device)
+        return logits.index_put((keys, columns), logits.new_tensor(float("-inf")))
+
+    def _sampled_row_logsumexp(self, x: Tensor, keys: Tensor) -> Tensor:
+        n, k = x.size(0), keys.numel()
+        count = torch.full((n,), float(k), dtype=x.dtype, device=x.device)
+        if not self.self_loops:
+            count[keys] = k - 1
+        has_keys = count > 0  # only a one-key sample leaves its own row without keys
+        logits = self._sampled_logits(x, keys).masked_fill(~has_keys[:, None], 0.0)
+        complete = n if self.self_loops else n - 1
+        lse = torch.logsumexp(logits, dim=1) + torch.log(complete / count.clamp_min(1))
+        return lse.masked_fill(~has_keys, float("-inf"))
 
     def _dense_logits(self, x: Tensor, keys: Tensor, exclude_index: Tensor | None) -> Tensor:
         logits = x @ keys.T / self.tau

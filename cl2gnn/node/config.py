@@ -25,6 +25,8 @@ class NodeConfig:
     # GRACE's and GCA's code row-normalise the features (PyG's NormalizeFeatures); raw
     # binary bag-of-words measured better on Cora (benchmarks/RESULTS.md), so it is opt-in
     normalize_features: bool = False
+    # InfoNCE's uniformity term over this many views drawn per step (None: all 2N, exact)
+    num_keys: int | None = None
 
     def with_overrides(self, **changes) -> NodeConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

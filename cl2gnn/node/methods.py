@@ -18,8 +18,10 @@ from ..losses import (
     attention_info_nce,
     info_nce,
 )
+from ..losses.infonce import check_num_keys
 from ..nn import MultiStageMemory
 
+SAMPLED_KEYS_METHODS = ("grace", "neighbors", "multistage", "knn")  # InfoNCE-based: num_keys
 METHODS = (
     "grace",
     "attention",
@@ -49,6 +51,9 @@ class NodeObjective(torch.nn.Module):
     ``neighbor_weight``): the input graph is part of the augmentation graph, as in
     Local-GCL (Zhang et al., 2022) and HomoGCL (Li et al., KDD 2023). It needs ``graph``,
     the input ``edge_index``.
+
+    ``num_keys`` (InfoNCE-based methods) computes the uniformity term over that many views
+    drawn afresh each step instead of all ``2N`` (see :func:`~cl2gnn.losses.info_nce`).
     """
 
     def __init__(
@@ -60,11 +65,17 @@ class NodeObjective(torch.nn.Module):
         graph: Tensor | None = None,
         neighbor_weight: float = 1.0,
         knn_k: int = 5,
+        num_keys: int | None = None,
     ) -> None:
         super().__init__()
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-        self.method, self.tau, self.knn_k = method, tau, knn_k
+        if num_keys is not None and method not in SAMPLED_KEYS_METHODS:
+            raise ValueError(
+                f"num_keys applies to the methods {SAMPLED_KEYS_METHODS}, not {method!r}"
+            )
+        check_num_keys(num_keys)
+        self.method, self.tau, self.knn_k, self.num_keys = method, tau, knn_k, num_keys
         self.register_buffer("pairs", pair_graph(num_nodes, 2), persistent=False)
         if method == "neighbors":
             if graph is None:
@@ -91,7 +102,7 @@ class NodeObjective(torch.nn.Module):
         if self.loss is not None:
             return self.loss(z1, z2)
         if m == "grace":  # inter- and intra-view negatives: InfoNCE over the 2N stacked views
-            return info_nce(z1, z2, temperature=self.tau)
+            return info_nce(z1, z2, temperature=self.tau, num_keys=self.num_keys)
         if m == "attention":
             return attention_info_nce(z1, z2, h1=h1, h2=h2, temperature=self.tau, beta=1.0)
         if m == "neighbors":
@@ -100,14 +111,18 @@ class NodeObjective(torch.nn.Module):
                 edge_index=self.positives,
                 edge_weight=self.positive_weight.to(z1.dtype),
                 temperature=self.tau,
+                num_keys=self.num_keys,
             )
         if m == "multistage":
             nodes = torch.arange(z1.size(0), device=z1.device)
             pull = self.multistage(z1, z2, nodes)  # also stores this step's features
             self.multistage.next_stage()
-            return info_nce(z1, z2, temperature=self.tau) + pull / self.tau
+            return info_nce(z1, z2, temperature=self.tau, num_keys=self.num_keys) + pull / self.tau
         return info_nce(
-            torch.cat([z1, z2]), edge_index=self._knn_positives(h1, h2), temperature=self.tau
+            torch.cat([z1, z2]),
+            edge_index=self._knn_positives(h1, h2),
+            temperature=self.tau,
+            num_keys=self.num_keys,
         )
 
     def _knn_positives(self, h1: Tensor, h2: Tensor) -> Tensor:

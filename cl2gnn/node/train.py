@@ -75,7 +75,13 @@ def train_node_model(
         objective, method = method, getattr(method, "__name__", type(method).__name__)
     else:
         objective = NodeObjective(
-            method, n, config.hidden, config.tau, edge_index, config.neighbor_weight
+            method,
+            n,
+            config.hidden,
+            config.tau,
+            edge_index,
+            config.neighbor_weight,
+            num_keys=config.num_keys,
         )
     trainable = [encoder, head]
     if isinstance(objective, torch.nn.Module):
