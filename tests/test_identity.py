@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cl2gnn.graphs import pair_graph
+from cl2gnn.losses import info_nce
 from cl2gnn.nn import (
     AlignConv,
     AttentionAlignConv,
@@ -113,6 +114,24 @@ def test_uniform_all_keys_is_the_complete_graph(stop_gradient):
     keys = torch.randperm(10)
     assert torch.allclose(op.energy(x, keys=keys), op.energy(x))
     assert torch.allclose(op(x, keys=keys), op(x))
+
+
+@pytest.mark.parametrize(("dtype", "tol"), [(torch.float32, 1e-5), (torch.bfloat16, 3e-2)])
+def test_uniform_sampled_keys_low_precision(dtype, tol):
+    x = torch.nn.functional.normalize(torch.randn(300, 16, dtype=f64), dim=1)
+    keys = torch.randperm(300)[:64]
+    op = UniformAttention(tau=0.5)
+
+    def energy_and_grad(features):
+        features = features.detach().requires_grad_(True)
+        value = op.energy(features, keys=keys)
+        assert value.dtype == features.dtype
+        return value.double(), torch.autograd.grad(value, features)[0].double()
+
+    value, grad = energy_and_grad(x)
+    low_value, low_grad = energy_and_grad(x.to(dtype))
+    assert torch.isclose(low_value, value, rtol=tol)
+    assert (low_grad - grad).abs().max() < tol * grad.abs().max()
 
 
 def test_uniform_sampled_partition_is_unbiased():
@@ -267,3 +286,16 @@ def test_contrastive_step_identity_and_composition(case, positive_in_denominator
     p = torch.softmax(logits, 1)
     expected = x + (2 * step / 0.5) * (0.5 * (abar + abar.T) - 0.5 * (p + p.T)) @ x
     assert torch.allclose(op(x, edge_index), expected)
+
+
+def test_contrastive_sampled_keys_identity_and_loss():
+    x = torch.nn.functional.normalize(torch.randn(12, 4, dtype=f64), dim=1)
+    op = ContrastiveConv(step=0.3, tau=0.5)
+    torch.manual_seed(0)
+    expected = 12 * info_nce(x[:6], x[6:], temperature=0.5, num_keys=5)
+    torch.manual_seed(0)
+    keys = torch.randperm(12)[:5]  # the draw info_nce made
+    edge_index = pair_graph(6, 2)
+    assert identity_error(op, x, edge_index, keys=keys) < TOL
+    assert torch.allclose(op.energy(x, edge_index, keys=keys), expected)
+    assert not torch.allclose(op.energy(x, edge_index), expected)

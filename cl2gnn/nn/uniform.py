@@ -7,6 +7,7 @@ from torch_geometric.utils import is_undirected, softmax
 
 from .._validation import as_edge_index, as_keys, check_features
 from ._graph import edge_dot, scatter_logsumexp
+from .sampled import sampled_row_logsumexp
 from .tiled import tiled_row_logsumexp
 from .tiled_triton import triton_row_logsumexp
 
@@ -48,8 +49,10 @@ class UniformAttention(MessagePassing):
     :math:`\operatorname{LSE}_{j \in K \setminus i} S_{ij} + \log \frac{N - 1}{|K \setminus i|}`,
     so that its exponential is an unbiased estimate of the complete graph's partition
     sum (neighbour sampling on the affinity graph, as GraphSAGE samples a graph): the
-    logits cost :math:`N |K| d` instead of :math:`N^2 d`. The scale is a constant, so the
-    step keeps the form above with :math:`P` the softmax over the keys.
+    logits cost :math:`N |K| d` instead of :math:`N^2 d` (``N × K`` memory, by
+    :func:`~cl2gnn.nn.sampled.sampled_row_logsumexp` whatever ``implementation``). The
+    scale is a constant, so the step keeps the form above with :math:`P` the softmax over
+    the keys.
 
     Args:
         step (float, optional): step size :math:`\alpha` (default: ``0.1``).
@@ -251,14 +254,13 @@ class UniformAttention(MessagePassing):
 
     def _sampled_row_logsumexp(self, x: Tensor, keys: Tensor) -> Tensor:
         n, k = x.size(0), keys.numel()
-        count = torch.full((n,), float(k), dtype=x.dtype, device=x.device)
+        count = torch.full((n,), float(k), dtype=torch.float64, device=x.device)
         if not self.self_loops:
             count[keys] = k - 1
-        has_keys = count > 0  # only a one-key sample leaves its own row without keys
-        logits = self._sampled_logits(x, keys).masked_fill(~has_keys[:, None], 0.0)
         complete = n if self.self_loops else n - 1
-        lse = torch.logsumexp(logits, dim=1) + torch.log(complete / count.clamp_min(1))
-        return lse.masked_fill(~has_keys, float("-inf"))
+        scale = torch.log(complete / count.clamp_min(1))  # 0 keys: the lse is -inf anyway
+        lse = sampled_row_logsumexp(x, keys, self.tau, self.stop_gradient, self.self_loops)
+        return lse + scale.to(lse.dtype)
 
     def _dense_logits(self, x: Tensor, keys: Tensor, exclude_index: Tensor | None) -> Tensor:
         logits = x @ keys.T / self.tau
