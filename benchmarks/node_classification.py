@@ -30,6 +30,7 @@ from datetime import date
 from pathlib import Path
 
 from cl2gnn.node import METHODS, default_config, load_node_dataset, train_node_model
+from cl2gnn.node.methods import SAMPLED_KEYS_METHODS
 
 # published self-supervised anchors on Cora (accuracy, %)
 ANCHORS = {
@@ -152,7 +153,7 @@ def speed_table(rows: list[dict], dataset: str, epochs: int) -> str:
         "| round | "
         + " | ".join(names)
         + " | "
-        + " | ".join(f"{n} / baseline" for n in ours)
+        + " | ".join(f"{n} / {baseline}" for n in ours)
         + " |",
         "|---|" + "---|" * (len(names) + len(ours)),
     ]
@@ -177,6 +178,8 @@ def main() -> None:
         "--num-keys", type=int, help="InfoNCE methods with this many sampled uniformity keys"
     )
     args = parser.parse_args()
+    if args.num_keys and not args.speed and not set(args.methods) <= set(SAMPLED_KEYS_METHODS):
+        parser.error(f"--num-keys applies to the methods {', '.join(SAMPLED_KEYS_METHODS)}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.speed:
