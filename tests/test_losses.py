@@ -1,6 +1,7 @@
 """Every loss against an independent brute-force formula (values and gradients), InfoNCE
 against lightly's NTXentLoss, and Proposition 1's exact decomposition."""
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -90,6 +91,8 @@ def test_infonce_sampled_keys_matches_bruteforce(b, d, data):
     assert torch.equal(
         info_nce(z1, z2, temperature=tau, num_keys=n), info_nce(z1, z2, temperature=tau)
     )
+    torch.manual_seed(k)  # a NumPy integer (e.g. read from a config) draws the same keys
+    assert torch.equal(info_nce(z1, z2, temperature=tau, num_keys=np.int64(k)), ours)
 
 
 @given(st.integers(2, 6), st.integers(2, 4), st.integers(1, 6), st.floats(0.1, 1.0))

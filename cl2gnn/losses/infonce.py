@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import numbers
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -41,9 +43,10 @@ def sample_keys(n: int, num_keys: int | None, device: torch.device) -> Tensor | 
 
 
 def check_num_keys(num_keys: int | None) -> None:
-    if num_keys is not None and (
-        isinstance(num_keys, bool) or not isinstance(num_keys, int) or num_keys < 1
-    ):
+    """``None`` or a positive integer (NumPy integers too; not bools or floats)."""
+    if num_keys is None:
+        return
+    if not isinstance(num_keys, numbers.Integral) or isinstance(num_keys, bool) or num_keys < 1:
         raise ValueError(f"num_keys must be a positive integer or None, got {num_keys!r}")
 
 
