@@ -5,6 +5,7 @@
     python benchmarks/operators.py fullgraph --nodes 65536 --dim 128
     python benchmarks/operators.py gemm --n 5416 --dim 128 --tile 1024
     python benchmarks/operators.py saved --n 5416 --dim 128 --tau 0.4
+    python benchmarks/operators.py keys --n 5416 --dim 128 --tau 0.4 --keys 64 256 1024
     python benchmarks/operators.py scale --sizes 65536 262144 1048576 --dtype bfloat16
 
 ``infonce``: InfoNCE (two views of ``N/2`` samples, ``d = 128``) forward + backward for the
@@ -17,6 +18,8 @@ torch-cluster is installed), recall@k of the approximate index. ``fullgraph``: o
 full-graph GRACE step (GCN encoder on a random graph, all-pairs InfoNCE over both views).
 ``saved``: the tiled log-partition's forward + backward with its ``exp`` blocks kept for the
 backward against recomputed, alternating in rounds (best and median of ``--repeats``).
+``keys``: InfoNCE forward + backward over ``n`` views with ``num_keys`` sampled uniformity
+keys against the exact loss, alternating in rounds (best and median).
 ``scale`` (for a GPU): the log-partition's forward + backward at large N for the torch tiled
 and the Triton implementations, peak device memory, and the multiply-add rate against the
 same device's square-GEMM rate in the same dtype (the roofline).
@@ -284,6 +287,32 @@ def run_saved(n: int, d: int, tau: float, rounds: int = 3, repeats: int = 15) ->
     return rows
 
 
+def run_keys(n: int, d: int, tau: float, keys, rounds: int = 3, repeats: int = 12) -> list:
+    """``info_nce`` forward + backward with each ``num_keys`` (``None``: exact, tiled)."""
+    from cl2gnn.losses import info_nce
+
+    generator = torch.Generator().manual_seed(0)
+    z1, z2 = (torch.randn(n // 2, d, generator=generator).requires_grad_(True) for _ in "ab")
+    rows = []
+    for round_ in range(rounds):
+        for num_keys in [*keys, None]:
+            times = []
+            for _ in range(repeats + 1):  # the first is a warm-up
+                start = time.perf_counter()
+                info_nce(z1, z2, temperature=tau, num_keys=num_keys).backward()
+                times.append(1000 * (time.perf_counter() - start))
+            times = sorted(times[1:])
+            rows.append(
+                {
+                    "round": round_,
+                    "num_keys": num_keys,
+                    "best_ms": times[0],
+                    "median_ms": times[len(times) // 2],
+                }
+            )
+    return rows
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -371,6 +400,12 @@ def main() -> None:
     p.add_argument("--dim", type=int, default=DIM)
     p.add_argument("--tau", type=float, default=0.4)
     p.add_argument("--rounds", type=int, default=3)
+    p = sub.add_parser("keys")
+    p.add_argument("--n", type=int, default=5416)
+    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--tau", type=float, default=0.4)
+    p.add_argument("--keys", type=int, nargs="+", default=[64, 256, 1024])
+    p.add_argument("--rounds", type=int, default=3)
     p = sub.add_parser("scale")
     p.add_argument("--sizes", type=int, nargs="+", default=[65536, 262144, 1048576])
     p.add_argument("--dim", type=int, default=DIM)
@@ -411,6 +446,13 @@ def main() -> None:
         rows = run_saved(args.n, args.dim, args.tau, args.rounds)
         text = "| round | exp blocks | best ms | median ms |\n|---|---|---|---|\n" + "\n".join(
             f"| {r['round']} | {'saved' if r['saved'] else 'recomputed'} | "
+            f"{r['best_ms']:.1f} | {r['median_ms']:.1f} |"
+            for r in rows
+        )
+    elif args.bench == "keys":
+        rows = run_keys(args.n, args.dim, args.tau, args.keys, args.rounds)
+        text = "| round | uniformity keys | best ms | median ms |\n|---|---|---|---|\n" + "\n".join(
+            f"| {r['round']} | {r['num_keys'] or f'all {args.n} (exact)'} | "
             f"{r['best_ms']:.1f} | {r['median_ms']:.1f} |"
             for r in rows
         )

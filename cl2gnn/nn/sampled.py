@@ -13,23 +13,33 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .tiled import _acc_dtype
 
-def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
+
+def sampled_logits(
+    x: Tensor, keys: Tensor, tau: float, self_loops: bool = False, stop_gradient: bool = False
+) -> Tensor:
+    """``[N, K]`` logits ``x_i·x_{k_j}/τ`` in float32 (float64 for float64 input), self
+    pairs ``-inf`` unless ``self_loops``; with ``stop_gradient`` the key rows are detached.
+    The scaling and masking act in place on the fresh product (autograd allows it: ``mm``
+    does not need its output)."""
+    key_rows = x.index_select(0, keys)
+    logits = torch.mm(x, (key_rows.detach() if stop_gradient else key_rows).T)
+    logits = logits.to(_acc_dtype(x.dtype)).mul_(1.0 / tau)
+    if not self_loops:
+        logits[keys, torch.arange(keys.numel(), device=x.device)] = float("-inf")
+    return logits
 
 
 class _SampledRowLogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, keys, tau, stop_gradient, self_loops):
-        acc = _acc_dtype(x.dtype)
-        logits = torch.mm(x, x.index_select(0, keys).T).to(acc).mul_(1.0 / tau)
-        if not self_loops:
-            logits[keys, torch.arange(keys.numel(), device=x.device)] = float("-inf")
+        logits = sampled_logits(x, keys, tau, self_loops)
         row_max = logits.amax(1, keepdim=True)  # -inf only for a row without keys
         shift = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
         attn = logits.sub_(shift).exp_()
         total = attn.sum(1, keepdim=True)
-        attn.div_(total.clamp_min(torch.finfo(acc).tiny))  # a row without keys stays 0
+        attn.div_(total.clamp_min(torch.finfo(attn.dtype).tiny))  # a row without keys stays 0
         ctx.save_for_backward(x, keys, attn)
         ctx.settings = (tau, stop_gradient)
         return (total.log() + shift).squeeze(1).to(x.dtype)

@@ -7,7 +7,7 @@ from torch_geometric.utils import is_undirected, softmax
 
 from .._validation import as_edge_index, as_keys, check_features
 from ._graph import edge_dot, scatter_logsumexp
-from .sampled import sampled_row_logsumexp
+from .sampled import sampled_logits, sampled_row_logsumexp
 from .tiled import tiled_row_logsumexp
 from .tiled_triton import triton_row_logsumexp
 
@@ -176,9 +176,10 @@ class UniformAttention(MessagePassing):
     ) -> Tensor:
         weight, exclude_index, keys = self._check(x, edge_index, weight, exclude_index, keys)
         if keys is not None:
-            attn = torch.softmax(self._sampled_logits(x, keys), dim=1)
-            attn = torch.nan_to_num(attn) * weight[:, None]  # rows without keys -> 0
-            attended = attn @ x[keys]
+            logits = sampled_logits(x, keys, self.tau, self.self_loops, self.stop_gradient)
+            attn = torch.nan_to_num(torch.softmax(logits, dim=1)).to(x.dtype)  # no keys: 0
+            attn = attn * weight[:, None]
+            attended = attn @ x.index_select(0, keys)
             transposed = None
             if not self.stop_gradient:  # each key collects the anchors attending to it
                 transposed = torch.zeros_like(x).index_add_(0, keys, attn.T @ x)
@@ -242,15 +243,6 @@ class UniformAttention(MessagePassing):
                 raise ValueError("the tiled energy needs a symmetric exclude_index")
             return True
         return symmetric and x.size(0) >= TILED_MIN_ROWS
-
-    def _sampled_logits(self, x: Tensor, keys: Tensor) -> Tensor:
-        """``[N, K]`` logits to the sampled keys, self pairs ``-inf`` unless kept."""
-        key_rows = x[keys]
-        logits = x @ (key_rows.detach() if self.stop_gradient else key_rows).T / self.tau
-        if self.self_loops:
-            return logits
-        columns = torch.arange(keys.numel(), device=x.device)
-        return logits.index_put((keys, columns), logits.new_tensor(float("-inf")))
 
     def _sampled_row_logsumexp(self, x: Tensor, keys: Tensor) -> Tensor:
         n, k = x.size(0), keys.numel()
