@@ -158,6 +158,19 @@ def spectral(z1, z2):
     return -2 * pos + neg
 
 
+def spectral_graph(x, edge_index, weight=None, mu=1.0, normalize=True):
+    """Graph form: ``Ā``-weighted mean of the positive dot products, minus nothing else,
+    plus the mean squared dot product over ordered pairs of distinct rows."""
+    x = x.to(f64)
+    if normalize:
+        x = torch.nn.functional.normalize(x, dim=1) * mu**0.5
+    abar = sym_normalized(dense_adjacency(edge_index, x.size(0), weight))
+    n = x.size(0)
+    pos = sum(abar[i, j] * (x[i] @ x[j]) for i in range(n) for j in range(n)) / abar.sum()
+    neg = sum((x[i] @ x[j]) ** 2 for i in range(n) for j in range(n) if i != j) / (n * (n - 1))
+    return -2 * pos + neg
+
+
 def brute_knn(x, k, metric):
     """Sorted neighbour scores per row (best first), self excluded; scores, not indices,
     so ties between duplicates do not matter."""

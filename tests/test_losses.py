@@ -251,9 +251,24 @@ def test_alignment_uniformity_rejects_unnormalised():
         AlignmentUniformityLoss()(z1, z2)
 
 
-def test_spectral_bruteforce():
-    z1, z2 = views(6, 5)
+@given(b=st.integers(2, 9), d=st.integers(1, 12))
+def test_spectral_bruteforce(b, d):
+    # d < b takes the d x d Gram-matrix path, d >= b the pair matrix: both against loops
+    z1, z2 = views(b, d)
     assert_same(SpectralContrastiveLoss(), ref.spectral, z1, z2)
+
+
+@given(n=st.integers(2, 8), d=st.integers(1, 10), mu=st.floats(0.5, 3.0), norm=st.booleans())
+def test_spectral_graph_form_bruteforce(n, d, mu, norm):
+    x = torch.randn(n, d, dtype=f64)
+    edge_index = torch.randint(0, n, (2, 3 * n))
+    weight = torch.rand(3 * n, dtype=f64) + 0.1
+    loss = SpectralContrastiveLoss(mu=mu, normalize=norm)
+    assert_same(
+        lambda t: loss(t, edge_index=edge_index, edge_weight=weight),
+        lambda t: ref.spectral_graph(t, edge_index, weight, mu, norm),
+        x,
+    )
 
 
 def test_generalized_ntxent_defaults_are_ntxent():
