@@ -19,6 +19,7 @@ from cl2gnn.node import (
     probe_scores,
     train_node_model,
 )
+from cl2gnn.node.datasets import feature_knn_dataset
 from cl2gnn.node.models import GraphEncoder
 
 DATA = os.environ.get("CL2GNN_DATA")
@@ -53,6 +54,17 @@ def test_cli_embedded_default_writes_json(tmp_path, capsys):
     assert result["dataset"] == "digits-knn" and result["seeds"] == 2
     assert result["accuracy_mean"] > 80.0  # 10 classes: chance is ~10 %
     assert "digits-knn" in capsys.readouterr().out
+
+
+def test_feature_knn_dataset_is_the_union_of_nearest_neighbours():
+    x = torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
+    data = feature_knn_dataset(x, torch.arange(12) % 3, "points", k=2, metric="l2")
+    dist = torch.cdist(x.double(), x.double()).fill_diagonal_(float("inf"))
+    nearest = dist.topk(2, largest=False).indices
+    expected = {(i, int(j)) for i in range(12) for j in nearest[i]}
+    expected |= {(j, i) for i, j in expected}
+    assert set(map(tuple, data.edge_index.T.tolist())) == expected
+    assert data.name == "points" and torch.equal(data.x, x)
 
 
 def test_split_sizes(digits):

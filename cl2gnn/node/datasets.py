@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import torch
+from torch import Tensor
 from torch_geometric.data import Data
 
 from .._paths import cache_dir
@@ -79,7 +80,15 @@ def digits_knn_graph(k: int = 10) -> Data:
 
     digits = load_digits()
     x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
-    edge_index = knn_graph(x, k=k, metric="cosine", backend="torch", symmetrize="union")
-    data = Data(x=x, edge_index=edge_index, y=torch.tensor(digits.target))
-    data.name = EMBEDDED
+    return feature_knn_dataset(x, torch.tensor(digits.target), EMBEDDED, k)
+
+
+def feature_knn_dataset(
+    x: Tensor, y: Tensor, name: str, k: int = 10, metric: str = "cosine"
+) -> Data:
+    """Rows of ``x`` as nodes of a union-symmetrised kNN graph (a graph for data that has
+    features and labels but no edges)."""
+    edge_index = knn_graph(x, k=k, metric=metric, backend="torch", symmetrize="union")
+    data = Data(x=x, edge_index=edge_index, y=y)
+    data.name = name
     return data
