@@ -6,6 +6,7 @@
     python benchmarks/operators.py gemm --n 5416 --dim 128 --tile 1024
     python benchmarks/operators.py saved --n 5416 --dim 128 --tau 0.4
     python benchmarks/operators.py keys --n 5416 --dim 128 --tau 0.4 --keys 64 256 1024
+    python benchmarks/operators.py spectral --n 5416 --dim 128
     python benchmarks/operators.py scale --sizes 65536 262144 1048576 --dtype bfloat16
 
 ``infonce``: InfoNCE (two views of ``N/2`` samples, ``d = 128``) forward + backward for the
@@ -20,6 +21,7 @@ full-graph GRACE step (GCN encoder on a random graph, all-pairs InfoNCE over bot
 backward against recomputed, alternating in rounds (best and median of ``--repeats``).
 ``keys``: InfoNCE forward + backward over ``n`` views with ``num_keys`` sampled uniformity
 keys against the exact loss, alternating in rounds (best and median).
+``spectral``: the spectral contrastive loss's forward + backward (best and median per round).
 ``scale`` (for a GPU): the log-partition's forward + backward at large N for the torch tiled
 and the Triton implementations, peak device memory, and the multiply-add rate against the
 same device's square-GEMM rate in the same dtype (the roofline).
@@ -257,6 +259,17 @@ def run_gemm(n: int, d: int, tile: int, repeats: int = 20) -> list[dict]:
     return rows
 
 
+def best_median_ms(step, repeats: int) -> dict:
+    """Best and median wall time of ``step()`` over ``repeats`` calls after a warm-up."""
+    times = []
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        step()
+        times.append(1000 * (time.perf_counter() - start))
+    times = sorted(times[1:])
+    return {"best_ms": times[0], "median_ms": times[len(times) // 2]}
+
+
 def run_saved(n: int, d: int, tau: float, rounds: int = 3, repeats: int = 15) -> list[dict]:
     from cl2gnn.nn import tiled
 
@@ -268,49 +281,47 @@ def run_saved(n: int, d: int, tau: float, rounds: int = 3, repeats: int = 15) ->
         for round_ in range(rounds):
             for saved in (True, False):
                 tiled.SAVED_BLOCKS_MAX_BYTES = budget if saved else 0
-                times = []
-                for _ in range(repeats + 1):  # the first is a warm-up
-                    start = time.perf_counter()
-                    tiled.tiled_row_logsumexp(x, tau).sum().backward()
-                    times.append(1000 * (time.perf_counter() - start))
-                times = sorted(times[1:])
-                rows.append(
-                    {
-                        "round": round_,
-                        "saved": saved,
-                        "best_ms": times[0],
-                        "median_ms": times[len(times) // 2],
-                    }
-                )
+                step = lambda: tiled.tiled_row_logsumexp(x, tau).sum().backward()  # noqa: E731
+                rows.append({"round": round_, "saved": saved, **best_median_ms(step, repeats)})
     finally:
         tiled.SAVED_BLOCKS_MAX_BYTES = budget
     return rows
+
+
+def two_views(n: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    return tuple(torch.randn(n // 2, d, generator=generator).requires_grad_(True) for _ in "ab")
 
 
 def run_keys(n: int, d: int, tau: float, keys, rounds: int = 3, repeats: int = 12) -> list:
     """``info_nce`` forward + backward with each ``num_keys`` (``None``: exact, tiled)."""
     from cl2gnn.losses import info_nce
 
-    generator = torch.Generator().manual_seed(0)
-    z1, z2 = (torch.randn(n // 2, d, generator=generator).requires_grad_(True) for _ in "ab")
-    rows = []
-    for round_ in range(rounds):
-        for num_keys in [*keys, None]:
-            times = []
-            for _ in range(repeats + 1):  # the first is a warm-up
-                start = time.perf_counter()
-                info_nce(z1, z2, temperature=tau, num_keys=num_keys).backward()
-                times.append(1000 * (time.perf_counter() - start))
-            times = sorted(times[1:])
-            rows.append(
-                {
-                    "round": round_,
-                    "num_keys": num_keys,
-                    "best_ms": times[0],
-                    "median_ms": times[len(times) // 2],
-                }
-            )
-    return rows
+    z1, z2 = two_views(n, d)
+    return [
+        {
+            "round": round_,
+            "num_keys": k,
+            **best_median_ms(
+                lambda k=k: info_nce(z1, z2, temperature=tau, num_keys=k).backward(), repeats
+            ),
+        }
+        for round_ in range(rounds)
+        for k in [*keys, None]
+    ]
+
+
+def run_spectral(n: int, d: int, rounds: int = 3, repeats: int = 15) -> list:
+    """``SpectralContrastiveLoss`` forward + backward on two views of ``n / 2`` rows (time
+    the code on ``PYTHONPATH`` against another checkout by running both in turn)."""
+    from cl2gnn.losses import SpectralContrastiveLoss
+
+    z1, z2 = two_views(n, d)
+    loss = SpectralContrastiveLoss()
+    return [
+        {"round": r, **best_median_ms(lambda: loss(z1, z2).backward(), repeats)}
+        for r in range(rounds)
+    ]
 
 
 def _sync(device: torch.device) -> None:
@@ -406,6 +417,10 @@ def main() -> None:
     p.add_argument("--tau", type=float, default=0.4)
     p.add_argument("--keys", type=int, nargs="+", default=[64, 256, 1024])
     p.add_argument("--rounds", type=int, default=3)
+    p = sub.add_parser("spectral")
+    p.add_argument("--n", type=int, default=5416)
+    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--rounds", type=int, default=3)
     p = sub.add_parser("scale")
     p.add_argument("--sizes", type=int, nargs="+", default=[65536, 262144, 1048576])
     p.add_argument("--dim", type=int, default=DIM)
@@ -455,6 +470,11 @@ def main() -> None:
             f"| {r['round']} | {r['num_keys'] or f'all {args.n} (exact)'} | "
             f"{r['best_ms']:.1f} | {r['median_ms']:.1f} |"
             for r in rows
+        )
+    elif args.bench == "spectral":
+        rows = run_spectral(args.n, args.dim, args.rounds)
+        text = "| round | best ms | median ms |\n|---|---|---|\n" + "\n".join(
+            f"| {r['round']} | {r['best_ms']:.1f} | {r['median_ms']:.1f} |" for r in rows
         )
     else:
         rows = run_fullgraph(args.nodes, args.dim)
