@@ -75,9 +75,7 @@ def grace_chunked_loss(z1: torch.Tensor, z2: torch.Tensor, tau: float, chunk: in
 def infonce_worker(impl: str, n: int, repeats: int) -> dict:
     from cl2gnn.losses import info_nce
 
-    gen = torch.Generator().manual_seed(0)
-    z1 = torch.randn(n // 2, DIM, generator=gen).requires_grad_(True)
-    z2 = torch.randn(n // 2, DIM, generator=gen).requires_grad_(True)
+    z1, z2 = two_views(n, DIM)
     if impl in ("dense", "tiled"):
 
         def loss_fn():
