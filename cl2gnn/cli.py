@@ -68,6 +68,7 @@ def _node(args: argparse.Namespace) -> int:
         neighbor_weight=args.neighbor_weight,
         normalize_features=args.normalize_features or None,
         num_keys=args.num_keys,
+        swa_start=args.swa_start,
     )
     print(format_table(results))
     if args.json:
@@ -147,6 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="InfoNCE's uniformity term over this many views drawn per step "
         "(faster, approximate; default: all, exact)",
+    )
+    node.add_argument(
+        "--swa-start",
+        type=int,
+        help="embed with the running mean of the encoder's weights from this epoch on "
+        "(stochastic weight averaging; default: the last weights)",
     )
     node.add_argument("--device", default="cpu")
     node.add_argument("--json", help="write the result to this JSON file")

@@ -165,6 +165,9 @@ def test_cli_embedding_and_width_flags(tmp_path):
     result = json.loads(out.read_text())
     assert result["method"] == "neighbors"
     assert result["config"]["neighbor_weight"] == 0.5 and result["config"]["normalize_features"]
+    assert result["config"]["swa_start"] is None
+    assert main([*args, "--swa-start", "2", "--no-progress"]) == 0
+    assert json.loads(out.read_text())["config"]["swa_start"] == 2
 
 
 def test_neighbors_objective_equals_weighted_positive_infonce():
@@ -279,6 +282,22 @@ def test_snapshots_leave_the_run_unchanged(digits):
     assert not torch.equal(sparse.snapshots[4], plain.embeddings)
     with pytest.raises(ValueError, match="snapshot_every"):
         train_node_model(digits, "grace", config, progress=False, snapshot_every=-1)
+
+
+def test_weight_averaging_changes_only_the_embeddings(digits):
+    config = default_config("digits-knn").with_overrides(epochs=6)
+    plain = train_node_model(digits, "grace", config, seed=2, progress=False)
+    last_only = config.with_overrides(swa_start=6)  # the mean of one set of weights
+    same = train_node_model(digits, "grace", last_only, seed=2, progress=False)
+    assert same.losses == plain.losses and torch.allclose(same.embeddings, plain.embeddings)
+    averaged = train_node_model(
+        digits, "grace", config.with_overrides(swa_start=3), seed=2, progress=False
+    )
+    assert averaged.losses == plain.losses
+    assert not torch.allclose(averaged.embeddings, plain.embeddings, atol=1e-4)
+    for bad in (0, 7):
+        with pytest.raises(ValueError, match="swa_start"):
+            train_node_model(digits, "grace", config.with_overrides(swa_start=bad), progress=False)
 
 
 def test_sampled_keys_repeat_and_reduce_to_the_exact_loss(digits, tmp_path):

@@ -27,6 +27,8 @@ class NodeConfig:
     normalize_features: bool = False
     # InfoNCE's uniformity term over this many views drawn per step (None: all 2N, exact)
     num_keys: int | None = None
+    # embed with the running mean of the encoder's weights from this epoch on (SWA)
+    swa_start: int | None = None
 
     def with_overrides(self, **changes) -> NodeConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

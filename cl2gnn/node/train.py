@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 from torch import Tensor
+from torch.optim.swa_utils import AveragedModel
 from torch_geometric.data import Data
 from torch_geometric.transforms import NormalizeFeatures
 from torch_geometric.utils import dropout_edge, mask_feature
@@ -64,6 +65,10 @@ def train_node_model(
         raise ValueError(f"snapshot_every must be >= 0, got {snapshot_every}")
     if config.embedding not in EMBEDDINGS:
         raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {config.embedding!r}")
+    if config.swa_start is not None and not 1 <= config.swa_start <= config.epochs:
+        raise ValueError(
+            f"swa_start must be in 1 … epochs ({config.epochs}), got {config.swa_start}"
+        )
     seed_everything(seed)
     if config.normalize_features:
         data = NormalizeFeatures()(data.clone())
@@ -89,11 +94,15 @@ def train_node_model(
     params = [p for module in trainable for p in module.parameters()]
     optimizer = torch.optim.Adam(params, lr=config.learning_rate, weight_decay=config.weight_decay)
 
+    # stochastic weight averaging: from epoch ``swa_start`` on, embed with the mean weights
+    averaged = AveragedModel(encoder) if config.swa_start is not None else None
+
     def embed() -> Tensor:  # the frozen encoder on the clean graph
-        encoder.eval()
+        model = averaged.module if averaged is not None and averaged.n_averaged else encoder
+        model.eval()
         with torch.no_grad():
-            graph = encoder.propagation_graph(edge_index, n)
-            return encoder(x, graph, concat_layers=config.embedding == "concat").cpu()
+            graph = model.propagation_graph(edge_index, n)
+            return model(x, graph, concat_layers=config.embedding == "concat").cpu()
 
     losses, seconds, snapshots = [], [], {}
     bar = tqdm(range(config.epochs), desc=f"{method} seed {seed}", disable=not progress)
@@ -110,6 +119,8 @@ def train_node_model(
         optimizer.step()
         seconds.append(time.perf_counter() - start)
         losses.append(float(loss.detach()))
+        if averaged is not None and epoch + 1 >= config.swa_start:
+            averaged.update_parameters(encoder)
         bar.set_postfix(loss=f"{losses[-1]:.4f}")
         if snapshot_every and (epoch + 1) % snapshot_every == 0:
             snapshots[epoch + 1] = embed()
