@@ -295,7 +295,7 @@ def test_weight_averaging_changes_only_the_embeddings(digits):
     )
     assert averaged.losses == plain.losses
     assert not torch.allclose(averaged.embeddings, plain.embeddings, atol=1e-4)
-    for bad in (0, 7):
+    for bad in (0, 7, 2.5, True):
         with pytest.raises(ValueError, match="swa_start"):
             train_node_model(digits, "grace", config.with_overrides(swa_start=bad), progress=False)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from numbers import Integral
 
 import numpy as np
 import torch
@@ -65,9 +66,14 @@ def train_node_model(
         raise ValueError(f"snapshot_every must be >= 0, got {snapshot_every}")
     if config.embedding not in EMBEDDINGS:
         raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {config.embedding!r}")
-    if config.swa_start is not None and not 1 <= config.swa_start <= config.epochs:
+    swa_start = config.swa_start
+    if swa_start is not None and (
+        isinstance(swa_start, bool)
+        or not isinstance(swa_start, Integral)
+        or not 1 <= swa_start <= config.epochs
+    ):
         raise ValueError(
-            f"swa_start must be in 1 … epochs ({config.epochs}), got {config.swa_start}"
+            f"swa_start must be an integer in 1 … epochs ({config.epochs}), got {swa_start!r}"
         )
     seed_everything(seed)
     if config.normalize_features:
