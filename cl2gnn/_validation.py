@@ -8,6 +8,8 @@ tensor values (finiteness, index range) force a device sync; they are skipped wh
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import Tensor
 from torch_geometric.utils import is_sparse, to_edge_index
@@ -32,6 +34,18 @@ def all_finite(x: Tensor) -> bool:
         return True
     lo, hi = torch.aminmax(x)
     return bool(torch.isfinite(lo) & torch.isfinite(hi))
+
+
+def check_integer(value, name: str, low: int, high: int | None = None) -> None:
+    """An integer (NumPy integers too; not bools or floats) in ``low … high``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < low
+        or (high is not None and value > high)
+    ):
+        allowed = f">= {low}" if high is None else f"in {low} … {high}"
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
 
 
 def check_features(x: Tensor, name: str = "x", min_rows: int = 1) -> None:

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-import numbers
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .._validation import check_integer
 from ._base import GraphLoss
 from ._operators import contrastive_conv
 from ._views import resolve_views
@@ -44,10 +43,8 @@ def sample_keys(n: int, num_keys: int | None, device: torch.device) -> Tensor | 
 
 def check_num_keys(num_keys: int | None) -> None:
     """``None`` or a positive integer (NumPy integers too; not bools or floats)."""
-    if num_keys is None:
-        return
-    if not isinstance(num_keys, numbers.Integral) or isinstance(num_keys, bool) or num_keys < 1:
-        raise ValueError(f"num_keys must be a positive integer or None, got {num_keys!r}")
+    if num_keys is not None:
+        check_integer(num_keys, "num_keys", 1)
 
 
 class InfoNCELoss(GraphLoss):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from numbers import Integral
 
 import numpy as np
 import torch
@@ -16,6 +15,7 @@ from torch_geometric.transforms import NormalizeFeatures
 from torch_geometric.utils import dropout_edge, mask_feature
 from tqdm.auto import tqdm
 
+from .._validation import check_integer
 from .config import EMBEDDINGS, NodeConfig
 from .features import SparseFeatures, prepare_features
 from .methods import NodeObjective
@@ -67,14 +67,8 @@ def train_node_model(
     if config.embedding not in EMBEDDINGS:
         raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {config.embedding!r}")
     swa_start = config.swa_start
-    if swa_start is not None and (
-        isinstance(swa_start, bool)
-        or not isinstance(swa_start, Integral)
-        or not 1 <= swa_start <= config.epochs
-    ):
-        raise ValueError(
-            f"swa_start must be an integer in 1 … epochs ({config.epochs}), got {swa_start!r}"
-        )
+    if swa_start is not None:
+        check_integer(swa_start, "swa_start", 1, config.epochs)
     seed_everything(seed)
     if config.normalize_features:
         data = NormalizeFeatures()(data.clone())
@@ -101,7 +95,7 @@ def train_node_model(
     optimizer = torch.optim.Adam(params, lr=config.learning_rate, weight_decay=config.weight_decay)
 
     # stochastic weight averaging: from epoch ``swa_start`` on, embed with the mean weights
-    averaged = AveragedModel(encoder) if config.swa_start is not None else None
+    averaged = AveragedModel(encoder) if swa_start is not None else None
 
     def embed() -> Tensor:  # the frozen encoder on the clean graph
         model = averaged.module if averaged is not None and averaged.n_averaged else encoder
@@ -125,7 +119,7 @@ def train_node_model(
         optimizer.step()
         seconds.append(time.perf_counter() - start)
         losses.append(float(loss.detach()))
-        if averaged is not None and epoch + 1 >= config.swa_start:
+        if averaged is not None and epoch + 1 >= swa_start:
             averaged.update_parameters(encoder)
         bar.set_postfix(loss=f"{losses[-1]:.4f}")
         if snapshot_every and (epoch + 1) % snapshot_every == 0:
