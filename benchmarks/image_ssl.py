@@ -6,7 +6,9 @@
 ``throughput``: SimCLR training steps (two views, augmentation included) on the current
 device: images/s and the seconds one CIFAR-10 epoch (50,000 images) would take.
 ``variants``: SimCLR, +attention, the kernel losses, SimSiam and +multi-stage on the same
-schedule (last-epoch kNN accuracy, not the best epoch). Markdown to stdout, rows to --json.
+schedule (last-epoch kNN accuracy, not the best epoch), after the untrained backbone's kNN
+accuracy (the same initialisation: the floor training starts from). Markdown to stdout, rows
+to --json.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import torch
 
 from cl2gnn.vision.augment import MultiViewAugment
 from cl2gnn.vision.data import ImageSet
+from cl2gnn.vision.experiment import KNN_K, augment_for, common_parser, load_split
 from cl2gnn.vision.models import SSLNet
 from cl2gnn.vision.objectives import SimCLRObjective
 from cl2gnn.vision.train import PretrainConfig, Pretrainer
@@ -83,8 +86,30 @@ def throughput(arch: str, batch_size: int, steps: int, device: str, compile_: bo
     }
 
 
+def untrained(dataset: str, extra: list[str]) -> dict:
+    """kNN accuracy of the backbone as the examples initialise it (same seed), before training."""
+    args, _ = common_parser("", {}).parse_known_args(["--dataset", dataset, *extra])
+    arch = args.arch or ("convnet" if dataset == "digits" else "resnet18")
+    train, test = load_split(args)
+    torch.manual_seed(args.seed)
+    model = SSLNet(arch, train.images.size(1))  # the backbone is built first: same weights
+    config = PretrainConfig(batch_size=min(256, len(train)), knn_k=KNN_K.get(dataset, 200))
+    augment = augment_for(dataset, train.images)
+    trainer = Pretrainer(model, torch.nn.Identity(), train, test, augment, config, args.device)
+    accuracy = trainer.knn_monitor()
+    device = torch.cuda.get_device_name() if trainer.cuda else "cpu"
+    return {
+        "variant": "untrained backbone",
+        "knn_accuracy": accuracy,
+        "epoch_seconds": None,  # no training
+        "device": device,
+        "dataset": dataset,
+        "arch": arch,
+    }
+
+
 def variants(dataset: str, epochs: int, extra: list[str]) -> list[dict]:
-    rows = []
+    rows = [untrained(dataset, extra)]
     for name, (script, flags) in VARIANTS.items():
         spec = importlib.util.spec_from_file_location(script, ROOT / "examples" / f"{script}.py")
         module = importlib.util.module_from_spec(spec)
@@ -124,7 +149,8 @@ def main() -> None:
         rows = variants(args.dataset, args.epochs, ["--device", args.device, *args.extra])
         lines = ["| variant | kNN accuracy (last epoch) | s/epoch | device |", "|---|---|---|---|"]
         for r in rows:
-            accuracy, seconds = f"{r['knn_accuracy']:.4f}", f"{r['epoch_seconds']:.1f}"
+            accuracy = f"{r['knn_accuracy']:.4f}"
+            seconds = f"{r['epoch_seconds']:.1f}" if r["epoch_seconds"] else "—"
             lines.append(f"| {r['variant']} | {accuracy} | {seconds} | {r['device']} |")
         text = "\n".join(lines)
     print(text)

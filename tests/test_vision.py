@@ -114,6 +114,22 @@ def tiny_trainer(out=None, epochs=2):
     return Pretrainer(model, SimCLRObjective(0.5), train, train, aug, config, "cpu", out)
 
 
+def test_sample_draws_across_a_class_sorted_set():
+    # an image folder lists its files class by class: the first 100 would all be class 0
+    labels = torch.arange(10).repeat_interleave(50)
+    images = labels.to(torch.uint8) + 100 * (torch.arange(500) % 2).to(torch.uint8)
+    data = ImageSet(images[:, None, None, None].expand(500, 1, 2, 2).clone(), labels, list("ab"))
+    part = data.sample(100)
+    assert len(part) == 100 and part.labels.unique().numel() == 10
+    assert torch.equal(part.images[:, 0, 0, 0] % 100, part.labels.to(torch.uint8))  # pairs kept
+    assert part.images[:, 0, 0, 0].ge(100).any() and part.images[:, 0, 0, 0].lt(100).any()
+    assert torch.equal(data.sample(100).images, part.images)  # the same draw for a seed
+    assert not torch.equal(data.sample(100, seed=1).images, part.images)
+    assert data.sample(500) is data
+    with pytest.raises(ValueError, match="size"):
+        data.sample(0)
+
+
 def test_checkpoint_resume_gives_identical_next_loss(tmp_path):
     straight = tiny_trainer(epochs=2)
     straight.fit(progress=False)

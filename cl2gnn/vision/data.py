@@ -37,6 +37,16 @@ class ImageSet:
     def __len__(self) -> int:
         return self.labels.numel()
 
+    def sample(self, size: int, seed: int = 0) -> ImageSet:
+        """``size`` images drawn at random without replacement (the same ones for a seed).
+        Not the first ``size``: image folders list their files class by class."""
+        if size < 1:
+            raise ValueError(f"size must be >= 1, got {size}")
+        if size >= len(self):
+            return self
+        idx = torch.randperm(len(self), generator=torch.Generator().manual_seed(seed))[:size]
+        return ImageSet(self.images[idx], self.labels[idx], self.classes)
+
 
 def load_images(name: str, root: str | None = None, train: bool = True) -> ImageSet:
     if name not in DATASETS:

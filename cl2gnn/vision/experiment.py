@@ -45,7 +45,11 @@ def common_parser(description: str, defaults: dict) -> argparse.ArgumentParser:
     parser.add_argument("--lr", type=float, help="base learning rate per 256 images")
     parser.add_argument("--weight-decay", type=float)
     parser.add_argument("--optimizer", choices=("sgd", "lars"), default="sgd")
-    parser.add_argument("--subset", type=int, help="train on the first N images only")
+    parser.add_argument(
+        "--subset",
+        type=int,
+        help="train (and monitor) on N images drawn at random, the same for every --seed",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
@@ -60,9 +64,8 @@ def common_parser(description: str, defaults: dict) -> argparse.ArgumentParser:
 def load_split(args) -> tuple[ImageSet, ImageSet]:
     train = load_images(args.dataset, args.data_root, train=True)
     test = load_images(args.dataset, args.data_root, train=False)
-    if args.subset:
-        train = ImageSet(train.images[: args.subset], train.labels[: args.subset], train.classes)
-        test = ImageSet(test.images[: args.subset], test.labels[: args.subset], test.classes)
+    if args.subset:  # the same images whatever --seed, so that seeds compare training alone
+        train, test = train.sample(args.subset), test.sample(args.subset)
     return train, test
 
 
