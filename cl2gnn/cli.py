@@ -66,6 +66,7 @@ def _node(args: argparse.Namespace) -> int:
         embedding=args.embedding,
         hidden=args.hidden,
         neighbor_weight=args.neighbor_weight,
+        clusters=args.clusters,
         normalize_features=args.normalize_features or None,
         num_keys=args.num_keys,
         swa_start=args.swa_start,
@@ -136,7 +137,14 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument(
         "--neighbor-weight",
         type=float,
-        help="weight of graph-neighbour positives, method 'neighbors' (default: 1)",
+        help="weight of graph-neighbour positives, methods 'neighbors' and 'homophily' "
+        "(default: 1)",
+    )
+    node.add_argument(
+        "--clusters",
+        type=int,
+        help="k-means centroids that decide which neighbours stay positive, method "
+        "'homophily' (default: 10)",
     )
     node.add_argument(
         "--normalize-features",

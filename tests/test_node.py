@@ -168,6 +168,10 @@ def test_cli_embedding_and_width_flags(tmp_path):
     assert result["config"]["swa_start"] is None
     assert main([*args, "--swa-start", "2", "--no-progress"]) == 0
     assert json.loads(out.read_text())["config"]["swa_start"] == 2
+    args[args.index("neighbors")] = "homophily"
+    assert main([*args, "--clusters", "4", "--no-progress"]) == 0
+    result = json.loads(out.read_text())
+    assert result["method"] == "homophily" and result["config"]["clusters"] == 4
 
 
 def test_neighbors_objective_equals_weighted_positive_infonce():
@@ -199,6 +203,42 @@ def test_neighbors_objective_equals_weighted_positive_infonce():
     assert torch.allclose(loss, expected, atol=1e-12)
     with pytest.raises(ValueError, match="input graph"):
         NodeObjective("neighbors", n, d, tau)
+
+
+def test_homophily_objective_keeps_only_same_cluster_neighbours():
+    # two clear groups of encoder outputs and one edge between them: with 2 clusters the
+    # loss is the neighbours' InfoNCE without that edge (dense brute force)
+    from cl2gnn.node import NodeObjective
+
+    from .reference import f64, sym_normalized
+
+    gen = torch.Generator().manual_seed(2)
+    n, d, tau, lam = 7, 5, 0.4, 0.5
+    graph = torch.tensor([[0, 1, 1, 2, 2, 3, 4, 5, 6, 3], [1, 0, 2, 1, 3, 2, 5, 4, 3, 6]])
+    group = torch.tensor([0, 0, 0, 1, 1, 1, 1])
+    h = torch.nn.functional.one_hot(group, d).to(f64) + 0.05 * torch.randn(n, d, generator=gen)
+    z1, z2 = (torch.randn(n, d, generator=gen, dtype=f64) for _ in range(2))
+    objective = NodeObjective("homophily", n, d, tau, graph, neighbor_weight=lam, clusters=2)
+    loss = objective(z1, z2, h, h)
+    adj = torch.zeros(2 * n, 2 * n, dtype=f64)
+    for i in range(n):
+        adj[i, i + n] = adj[i + n, i] = 1.0
+    for j, i in graph.T.tolist():
+        if group[i] == group[j]:
+            adj[i, j + n] += lam
+            adj[i + n, j] += lam
+    x = torch.nn.functional.normalize(torch.cat([z1, z2]), dim=1)
+    s = x @ x.T / tau
+    lse = torch.logsumexp(s.masked_fill(torch.eye(2 * n, dtype=torch.bool), float("-inf")), 1)
+    expected = (lse - (sym_normalized(adj) * s).sum(1)).mean()
+    assert torch.allclose(loss, expected, atol=1e-12)
+    neighbours = NodeObjective("neighbors", n, d, tau, graph, neighbor_weight=lam)
+    assert not torch.allclose(loss, neighbours(z1, z2, h, h))  # the cut edge mattered
+    for bad in (0, 8, 2.0, True):
+        with pytest.raises(ValueError, match="clusters"):
+            NodeObjective("homophily", n, d, tau, graph, clusters=bad)
+    with pytest.raises(ValueError, match="input graph"):
+        NodeObjective("homophily", n, d, tau, clusters=2)
 
 
 def test_callable_objective_matches_the_named_method(digits):

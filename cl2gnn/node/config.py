@@ -22,6 +22,7 @@ class NodeConfig:
     encoder: str = "gcn"
     embedding: str = "last"
     neighbor_weight: float = 1.0  # weight of graph-neighbour positives ("neighbors" method)
+    clusters: int = 10  # k-means centroids of the "homophily" method (HomoGCL's Cora value)
     # GRACE's and GCA's code row-normalise the features (PyG's NormalizeFeatures); raw
     # binary bag-of-words measured better on Cora (benchmarks/RESULTS.md), so it is opt-in
     normalize_features: bool = False

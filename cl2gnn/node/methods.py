@@ -7,8 +7,10 @@ augmented views (``[N, d]``, row ``i`` = node ``i``) to a scalar.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
+from .._validation import check_integer
 from ..graphs import knn_graph, pair_graph
 from ..losses import (
     KernelInfoNCELoss,
@@ -21,7 +23,8 @@ from ..losses import (
 from ..losses.infonce import check_num_keys
 from ..nn import MultiStageMemory
 
-SAMPLED_KEYS_METHODS = ("grace", "neighbors", "multistage", "knn")  # InfoNCE-based: num_keys
+# the InfoNCE-based methods, which take num_keys
+SAMPLED_KEYS_METHODS = ("grace", "neighbors", "homophily", "multistage", "knn")
 METHODS = (
     "grace",
     "attention",
@@ -31,7 +34,21 @@ METHODS = (
     "spectral",
     "knn",
     "neighbors",
+    "homophily",
 )
+
+
+def cluster_labels(x: Tensor, clusters: int) -> Tensor:
+    """Spherical k-means (FAISS, 20 iterations) labels of the rows of ``x``; FAISS's seed is
+    drawn from torch's global generator, so seeded runs repeat."""
+    import faiss
+
+    data = F.normalize(x.detach().float(), dim=1).cpu().numpy()
+    seed = int(torch.randint(2**31 - 1, ()))
+    kmeans = faiss.Kmeans(data.shape[1], clusters, niter=20, spherical=True, seed=seed)
+    kmeans.train(data)
+    _, labels = kmeans.index.search(data, 1)
+    return torch.from_numpy(labels[:, 0]).to(x.device)
 
 
 def cross_view_edges(source: Tensor, target: Tensor, num_nodes: int) -> Tensor:
@@ -52,6 +69,11 @@ class NodeObjective(torch.nn.Module):
     Local-GCL (Zhang et al., 2022) and HomoGCL (Li et al., KDD 2023). It needs ``graph``,
     the input ``edge_index``.
 
+    ``homophily`` keeps of those neighbour positives only the edges whose ends fall in the
+    same cluster of a spherical k-means (``clusters`` centroids) of this step's encoder
+    outputs: HomoGCL's saliency (Li et al., KDD 2023) in its hard limit, which stops
+    pulling together neighbours that the embedding already separates.
+
     ``num_keys`` (InfoNCE-based methods) computes the uniformity term over that many views
     drawn afresh each step instead of all ``2N`` (see :func:`~cl2gnn.losses.info_nce`).
     """
@@ -66,6 +88,7 @@ class NodeObjective(torch.nn.Module):
         neighbor_weight: float = 1.0,
         knn_k: int = 5,
         num_keys: int | None = None,
+        clusters: int = 10,
     ) -> None:
         super().__init__()
         if method not in METHODS:
@@ -76,10 +99,13 @@ class NodeObjective(torch.nn.Module):
             )
         check_num_keys(num_keys)
         self.method, self.tau, self.knn_k, self.num_keys = method, tau, knn_k, num_keys
+        if method == "homophily":
+            check_integer(clusters, "clusters", 1, num_nodes)
+        self.clusters = clusters
         self.register_buffer("pairs", pair_graph(num_nodes, 2), persistent=False)
-        if method == "neighbors":
+        if method in ("neighbors", "homophily"):
             if graph is None:
-                raise ValueError("the 'neighbors' method needs the input graph")
+                raise ValueError(f"the {method!r} method needs the input graph")
             if not neighbor_weight > 0:
                 raise ValueError(f"neighbor_weight must be > 0, got {neighbor_weight}")
             graph = graph[:, graph[0] != graph[1]]  # a node's own view is already a pair
@@ -105,11 +131,16 @@ class NodeObjective(torch.nn.Module):
             return info_nce(z1, z2, temperature=self.tau, num_keys=self.num_keys)
         if m == "attention":
             return attention_info_nce(z1, z2, h1=h1, h2=h2, temperature=self.tau, beta=1.0)
-        if m == "neighbors":
+        if m in ("neighbors", "homophily"):
+            weight = self.positive_weight.to(z1.dtype)
+            if m == "homophily":
+                labels = cluster_labels(0.5 * (h1 + h2), self.clusters)
+                ends = labels[self.positives % z1.size(0)]
+                weight = weight * (ends[0] == ends[1])  # a node's own views: always kept
             return info_nce(
                 torch.cat([z1, z2]),
                 edge_index=self.positives,
-                edge_weight=self.positive_weight.to(z1.dtype),
+                edge_weight=weight,
                 temperature=self.tau,
                 num_keys=self.num_keys,
             )

@@ -87,6 +87,7 @@ def train_node_model(
             edge_index,
             config.neighbor_weight,
             num_keys=config.num_keys,
+            clusters=config.clusters,
         )
     trainable = [encoder, head]
     if isinstance(objective, torch.nn.Module):
