@@ -174,12 +174,30 @@ def test_cli_embedding_and_width_flags(tmp_path):
     assert result["method"] == "homophily" and result["config"]["clusters"] == 4
 
 
+def dense_neighbour_infonce(z1, z2, graph, tau, lam, keep):
+    """InfoNCE over the 2N stacked views whose positives are each node's other view (weight
+    1) and, for the edges ``keep(i, j)`` accepts, the neighbour's other view (weight λ),
+    Ā-normalised: a dense brute force in float64."""
+    from .reference import sym_normalized
+
+    n = z1.size(0)
+    adj = torch.zeros(2 * n, 2 * n, dtype=z1.dtype)
+    for i in range(n):
+        adj[i, i + n] = adj[i + n, i] = 1.0
+    for j, i in graph.T.tolist():
+        if keep(i, j):  # i's view 1 is positive with j's view 2 and vice versa
+            adj[i, j + n] += lam
+            adj[i + n, j] += lam
+    x = torch.nn.functional.normalize(torch.cat([z1, z2]), dim=1)
+    s = x @ x.T / tau
+    lse = torch.logsumexp(s.masked_fill(torch.eye(2 * n, dtype=torch.bool), float("-inf")), 1)
+    return (lse - (sym_normalized(adj) * s).sum(1)).mean()
+
+
 def test_neighbors_objective_equals_weighted_positive_infonce():
-    # InfoNCE over the 2N stacked views whose positives are the node's other view (weight 1)
-    # and its graph neighbours' other views (weight λ), Ā-normalised: a dense brute force
     from cl2gnn.node import NodeObjective
 
-    from .reference import f64, sym_normalized
+    from .reference import f64
 
     gen = torch.Generator().manual_seed(1)
     n, d, tau, lam = 7, 5, 0.4, 0.5
@@ -189,17 +207,7 @@ def test_neighbors_objective_equals_weighted_positive_infonce():
         torch.randn(n, d, generator=gen, dtype=f64),
     )
     loss = NodeObjective("neighbors", n, d, tau, graph, neighbor_weight=lam)(z1, z2, z1, z2)
-    adj = torch.zeros(2 * n, 2 * n, dtype=f64)
-    for i in range(n):
-        adj[i, i + n] = adj[i + n, i] = 1.0
-    for j, i in graph.T.tolist():
-        if i != j:  # i's view 1 is positive with j's view 2 and vice versa
-            adj[i, j + n] += lam
-            adj[i + n, j] += lam
-    x = torch.nn.functional.normalize(torch.cat([z1, z2]), dim=1)
-    s = x @ x.T / tau
-    lse = torch.logsumexp(s.masked_fill(torch.eye(2 * n, dtype=torch.bool), float("-inf")), 1)
-    expected = (lse - (sym_normalized(adj) * s).sum(1)).mean()
+    expected = dense_neighbour_infonce(z1, z2, graph, tau, lam, keep=lambda i, j: i != j)
     assert torch.allclose(loss, expected, atol=1e-12)
     with pytest.raises(ValueError, match="input graph"):
         NodeObjective("neighbors", n, d, tau)
@@ -207,10 +215,10 @@ def test_neighbors_objective_equals_weighted_positive_infonce():
 
 def test_homophily_objective_keeps_only_same_cluster_neighbours():
     # two clear groups of encoder outputs and one edge between them: with 2 clusters the
-    # loss is the neighbours' InfoNCE without that edge (dense brute force)
+    # loss is the neighbours' InfoNCE without that edge
     from cl2gnn.node import NodeObjective
 
-    from .reference import f64, sym_normalized
+    from .reference import f64
 
     gen = torch.Generator().manual_seed(2)
     n, d, tau, lam = 7, 5, 0.4, 0.5
@@ -220,17 +228,7 @@ def test_homophily_objective_keeps_only_same_cluster_neighbours():
     z1, z2 = (torch.randn(n, d, generator=gen, dtype=f64) for _ in range(2))
     objective = NodeObjective("homophily", n, d, tau, graph, neighbor_weight=lam, clusters=2)
     loss = objective(z1, z2, h, h)
-    adj = torch.zeros(2 * n, 2 * n, dtype=f64)
-    for i in range(n):
-        adj[i, i + n] = adj[i + n, i] = 1.0
-    for j, i in graph.T.tolist():
-        if group[i] == group[j]:
-            adj[i, j + n] += lam
-            adj[i + n, j] += lam
-    x = torch.nn.functional.normalize(torch.cat([z1, z2]), dim=1)
-    s = x @ x.T / tau
-    lse = torch.logsumexp(s.masked_fill(torch.eye(2 * n, dtype=torch.bool), float("-inf")), 1)
-    expected = (lse - (sym_normalized(adj) * s).sum(1)).mean()
+    expected = dense_neighbour_infonce(z1, z2, graph, tau, lam, lambda i, j: group[i] == group[j])
     assert torch.allclose(loss, expected, atol=1e-12)
     neighbours = NodeObjective("neighbors", n, d, tau, graph, neighbor_weight=lam)
     assert not torch.allclose(loss, neighbours(z1, z2, h, h))  # the cut edge mattered
