@@ -64,7 +64,7 @@ def common_parser(description: str, defaults: dict) -> argparse.ArgumentParser:
 def load_split(args) -> tuple[ImageSet, ImageSet]:
     train = load_images(args.dataset, args.data_root, train=True)
     test = load_images(args.dataset, args.data_root, train=False)
-    if args.subset:  # the same images whatever --seed, so that seeds compare training alone
+    if args.subset is not None:  # the same images whatever --seed: seeds compare training alone
         train, test = train.sample(args.subset), test.sample(args.subset)
     return train, test
 
