@@ -24,7 +24,13 @@ import torch
 
 from cl2gnn.vision.augment import MultiViewAugment
 from cl2gnn.vision.data import ImageSet
-from cl2gnn.vision.experiment import KNN_K, augment_for, common_parser, load_split
+from cl2gnn.vision.experiment import (
+    KNN_K,
+    apply_defaults,
+    augment_for,
+    common_parser,
+    load_split,
+)
 from cl2gnn.vision.models import SSLNet
 from cl2gnn.vision.objectives import SimCLRObjective
 from cl2gnn.vision.train import PretrainConfig, Pretrainer
@@ -86,36 +92,38 @@ def throughput(arch: str, batch_size: int, steps: int, device: str, compile_: bo
     }
 
 
+def load_example(script: str):
+    spec = importlib.util.spec_from_file_location(script, ROOT / "examples" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def untrained(dataset: str, extra: list[str]) -> dict:
     """kNN accuracy of the backbone as the examples initialise it (same seed), before training."""
     args, _ = common_parser("", {}).parse_known_args(["--dataset", dataset, *extra])
-    arch = args.arch or ("convnet" if dataset == "digits" else "resnet18")
+    apply_defaults(args, load_example("simclr").PER_DATASET)
     train, test = load_split(args)
     torch.manual_seed(args.seed)
-    model = SSLNet(arch, train.images.size(1))  # the backbone is built first: same weights
+    model = SSLNet(args.arch, train.images.size(1))  # the backbone is built first: same weights
     config = PretrainConfig(batch_size=min(256, len(train)), knn_k=KNN_K.get(dataset, 200))
     augment = augment_for(dataset, train.images)
     trainer = Pretrainer(model, torch.nn.Identity(), train, test, augment, config, args.device)
-    accuracy = trainer.knn_monitor()
-    device = torch.cuda.get_device_name() if trainer.cuda else "cpu"
     return {
         "variant": "untrained backbone",
-        "knn_accuracy": accuracy,
+        "knn_accuracy": trainer.knn_monitor(),
         "epoch_seconds": None,  # no training
-        "device": device,
+        "device": trainer.device_name,
         "dataset": dataset,
-        "arch": arch,
+        "arch": args.arch,
     }
 
 
 def variants(dataset: str, epochs: int, extra: list[str]) -> list[dict]:
     rows = [untrained(dataset, extra)]
     for name, (script, flags) in VARIANTS.items():
-        spec = importlib.util.spec_from_file_location(script, ROOT / "examples" / f"{script}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
         args = ["--dataset", dataset, "--epochs", str(epochs), "--no-progress", *flags, *extra]
-        result = module.main(args)
+        result = load_example(script).main(args)
         rows.append({"variant": name, **{k: v for k, v in result.items() if k != "knn_history"}})
         print(rows[-1], file=sys.stderr, flush=True)
     return rows
@@ -150,7 +158,7 @@ def main() -> None:
         lines = ["| variant | kNN accuracy (last epoch) | s/epoch | device |", "|---|---|---|---|"]
         for r in rows:
             accuracy = f"{r['knn_accuracy']:.4f}"
-            seconds = f"{r['epoch_seconds']:.1f}" if r["epoch_seconds"] else "—"
+            seconds = "—" if r["epoch_seconds"] is None else f"{r['epoch_seconds']:.1f}"
             lines.append(f"| {r['variant']} | {accuracy} | {seconds} | {r['device']} |")
         text = "\n".join(lines)
     print(text)

@@ -118,7 +118,11 @@ def test_sample_draws_across_a_class_sorted_set():
     # an image folder lists its files class by class: the first 100 would all be class 0
     labels = torch.arange(10).repeat_interleave(50)
     images = labels.to(torch.uint8) + 100 * (torch.arange(500) % 2).to(torch.uint8)
-    data = ImageSet(images[:, None, None, None].expand(500, 1, 2, 2).clone(), labels, list("ab"))
+    data = ImageSet(
+        images[:, None, None, None].expand(500, 1, 2, 2).clone(),
+        labels,
+        [str(c) for c in range(10)],
+    )
     part = data.sample(100)
     assert len(part) == 100 and part.labels.unique().numel() == 10
     assert torch.equal(part.images[:, 0, 0, 0] % 100, part.labels.to(torch.uint8))  # pairs kept

@@ -114,6 +114,8 @@ class NodeObjective(torch.nn.Module):
             weights[self.pairs.size(1) :] = neighbor_weight
             self.register_buffer("positives", edges, persistent=False)
             self.register_buffer("positive_weight", weights, persistent=False)
+            if method == "homophily":  # the nodes at the ends of each positive edge
+                self.register_buffer("positive_nodes", edges % num_nodes, persistent=False)
         if method == "multistage":  # training steps are the stages
             memory = MultiStageMemory(num_nodes, dim, stages=2, warmup=20)
             self.multistage = MultiStageAlignmentLoss(memory)
@@ -135,7 +137,7 @@ class NodeObjective(torch.nn.Module):
             weight = self.positive_weight.to(z1.dtype)
             if m == "homophily":
                 labels = cluster_labels(0.5 * (h1 + h2), self.clusters)
-                ends = labels[self.positives % z1.size(0)]
+                ends = labels[self.positive_nodes]
                 weight = weight * (ends[0] == ends[1])  # a node's own views: always kept
             return info_nce(
                 torch.cat([z1, z2]),

@@ -69,6 +69,14 @@ def load_split(args) -> tuple[ImageSet, ImageSet]:
     return train, test
 
 
+def apply_defaults(args, per_dataset: dict[str, dict]) -> None:
+    """Fill the options left unset with the example's defaults for the dataset."""
+    defaults = per_dataset["digits" if args.dataset == "digits" else "images"]
+    for key, value in defaults.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+
+
 def run(
     args,
     per_dataset: dict[str, dict],
@@ -76,10 +84,7 @@ def run(
     make_objective: Callable[[int, int], torch.nn.Module],
 ) -> dict:
     """Pre-train, monitor, write the outputs; returns the JSON summary."""
-    defaults = per_dataset["digits" if args.dataset == "digits" else "images"]
-    for key, value in defaults.items():
-        if getattr(args, key, None) is None:
-            setattr(args, key, value)
+    apply_defaults(args, per_dataset)
     train, test = load_split(args)
     config = PretrainConfig(
         epochs=args.epochs,
@@ -110,7 +115,6 @@ def run(
             raise SystemExit("--resume needs --out with a checkpoint.pt in it")
         trainer.load_checkpoint(Path(args.out) / "checkpoint.pt")
     history = trainer.fit(progress=not args.no_progress)
-    device = torch.cuda.get_device_name() if trainer.cuda else "cpu"
     seconds = history.epoch_seconds[1:] or history.epoch_seconds  # first epoch: warm-up costs
     summary = {
         "knn_accuracy": history.knn_accuracy[-1],  # the last epoch, never the best
@@ -121,7 +125,7 @@ def run(
         * config.batch_size
         * len(seconds)
         / sum(seconds),
-        "device": device,
+        "device": trainer.device_name,
         "dataset": args.dataset,
         "arch": args.arch,
         "final_loss": history.losses[-1],

@@ -79,6 +79,10 @@ class Pretrainer:
         self.epoch, self.history = 0, History()
         self.out = Path(out) if out is not None else None
 
+    @property
+    def device_name(self) -> str:
+        return torch.cuda.get_device_name(self.device) if self.cuda else "cpu"
+
     def fit(self, progress: bool = True) -> History:
         c = self.config
         bar = tqdm(range(self.epoch, c.epochs), desc="pretrain", disable=not progress)
