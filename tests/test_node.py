@@ -21,6 +21,7 @@ from cl2gnn.node import (
 )
 from cl2gnn.node.datasets import feature_knn_dataset
 from cl2gnn.node.models import GraphEncoder
+from cl2gnn.node.train import augment
 
 DATA = os.environ.get("CL2GNN_DATA")
 HAS_CORA = bool(DATA) and (Path(DATA) / "planetoid" / "Cora" / "raw").is_dir()
@@ -120,11 +121,14 @@ def test_gat_encoder_and_bad_names(digits):
 
 @pytest.mark.parametrize("conv", ["gcn", "gat"])
 def test_sparse_features_equal_the_masked_dense_path(conv):
-    # a fixed sparse X with the column mask moved to the weight: same outputs and gradients
+    # a fixed sparse X with the column mask moved to the weight and the row mask to the
+    # product: same outputs and gradients as the dense masked X
     gen = torch.Generator().manual_seed(0)
     x = (torch.rand(30, 40, generator=gen, dtype=torch.float64) < 0.05).double()
     edge_index = torch.randint(0, 30, (2, 90), generator=gen)
     mask = (torch.rand(40, generator=gen) > 0.3).double()
+    rows = (torch.rand(30, generator=gen) > 0.5).double()
+    assert 0 < rows.sum() < 30
     sparse = prepare_features(x)
     assert isinstance(sparse, SparseFeatures) and torch.equal(sparse.to_dense(), x)
     encoder = GraphEncoder(40, 8, conv=conv).double()
@@ -132,7 +136,9 @@ def test_sparse_features_equal_the_masked_dense_path(conv):
     if conv == "gcn":
         graph = graph.to(torch.float64)
     outputs, grads = [], []
-    for features in (sparse.with_column_mask(mask), x * mask):
+    masked = sparse.with_column_mask(mask).with_row_mask(rows)
+    assert torch.equal(masked.to_dense(), rows[:, None] * x * mask)
+    for features in (masked, rows[:, None] * x * mask):
         encoder.zero_grad()
         out = encoder(features, graph, concat_layers=True)
         out.square().sum().backward()
@@ -142,6 +148,25 @@ def test_sparse_features_equal_the_masked_dense_path(conv):
     assert torch.allclose(outputs[0], outputs[1], atol=1e-12)
     for a, b in zip(*grads, strict=True):
         assert torch.allclose(a, b, atol=1e-10)
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_augment_masks_about_the_asked_fraction_of_nodes(sparse):
+    torch.manual_seed(0)
+    x = (torch.rand(2000, 50) < 0.05).float()
+    x[:, 0] = 1.0  # no all-zero row before masking (density 7 %: kept sparse)
+    features = prepare_features(x) if sparse else x
+    assert isinstance(features, SparseFeatures) == sparse
+    edge_index = torch.randint(0, 2000, (2, 100))
+    view, _ = augment(features, edge_index, 0.0, 0.0, p_node=0.3)
+    dense = view.to_dense() if sparse else view
+    zeroed = (dense.abs().sum(1) == 0).float().mean()
+    assert 0.26 < zeroed < 0.34
+    assert torch.equal(dense[dense.abs().sum(1) > 0], x[dense.abs().sum(1) > 0])
+    view, _ = augment(features, edge_index, 0.0, 0.0)  # default: no node masked
+    assert torch.equal(view.to_dense() if sparse else view, x)
+    with pytest.raises(ValueError, match="node mask"):
+        augment(features, edge_index, 0.0, 0.0, p_node=1.5)
 
 
 def test_concat_embedding_option(digits):

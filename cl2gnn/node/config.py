@@ -30,6 +30,12 @@ class NodeConfig:
     num_keys: int | None = None
     # embed with the running mean of the encoder's weights from this epoch on (SWA)
     swa_start: int | None = None
+    # fraction of the nodes whose whole feature row each view zeroes (GraphMAE's masking)
+    mask_nodes: tuple[float, float] = (0.0, 0.0)
+
+    def view_probabilities(self, view: int) -> tuple[float, float, float]:
+        """``(edge drop, feature-column mask, node mask)`` probabilities of view 0 or 1."""
+        return self.drop_edge[view], self.drop_feature[view], self.mask_nodes[view]
 
     def with_overrides(self, **changes) -> NodeConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})

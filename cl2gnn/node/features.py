@@ -3,7 +3,8 @@
 
 GRACE masks whole feature columns, ``X diag(m)``, and ``X diag(m) W = X (diag(m) W)``: the
 sparse matrix never changes, so its row- and column-sorted forms are computed once and the
-first layer's backward (``Xᵀ G``) needs no per-step transpose.
+first layer's backward (``Xᵀ G``) needs no per-step transpose. Masked nodes (whole rows,
+``diag(r) X``) act on the product instead: ``diag(r) X W``.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ SPARSE_BELOW = 0.1  # density under which features are kept sparse (Cora: 1.3 %)
 
 @dataclass(frozen=True)
 class SparseFeatures:
-    """A fixed sparse ``[N, F]`` feature matrix and an optional column mask ``m``."""
+    """A fixed sparse ``[N, F]`` feature matrix, an optional column mask ``m`` and an
+    optional row (node) mask ``r``."""
 
     index: EdgeIndex  # (node, feature) pairs, sorted by node
     values: Tensor
     column_mask: Tensor | None = None
+    row_mask: Tensor | None = None
 
     @classmethod
     def from_dense(cls, x: Tensor) -> SparseFeatures:
@@ -44,15 +47,21 @@ class SparseFeatures:
     def with_column_mask(self, mask: Tensor) -> SparseFeatures:
         return replace(self, column_mask=mask)
 
+    def with_row_mask(self, mask: Tensor) -> SparseFeatures:
+        return replace(self, row_mask=mask)
+
     def matmul(self, weight: Tensor) -> Tensor:
-        """``X diag(m) weight`` for ``weight`` of shape ``[F, out]``."""
+        """``diag(r) X diag(m) weight`` for ``weight`` of shape ``[F, out]``."""
         if self.column_mask is not None:
             weight = weight * self.column_mask[:, None]
-        return self.index.matmul(weight, self.values)
+        out = self.index.matmul(weight, self.values)
+        return out if self.row_mask is None else out * self.row_mask[:, None]
 
     def to_dense(self) -> Tensor:
         dense = self.index.to_dense(self.values)
-        return dense if self.column_mask is None else dense * self.column_mask
+        if self.column_mask is not None:
+            dense = dense * self.column_mask
+        return dense if self.row_mask is None else dense * self.row_mask[:, None]
 
 
 def prepare_features(x: Tensor) -> Tensor | SparseFeatures:

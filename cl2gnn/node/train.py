@@ -30,15 +30,29 @@ class TrainResult:
     snapshots: dict[int, Tensor] = field(default_factory=dict)  # epoch -> embeddings
 
 
-def augment(x: Tensor | SparseFeatures, edge_index: Tensor, p_edge: float, p_feature: float):
+def augment(
+    x: Tensor | SparseFeatures,
+    edge_index: Tensor,
+    p_edge: float,
+    p_feature: float,
+    p_node: float = 0.0,
+):
     """One GRACE view: drop edges (PyG ``dropout_edge``) and mask feature columns (PyG
     ``mask_feature``; for :class:`SparseFeatures` the same column mask, applied to the
-    first layer's weight)."""
+    first layer's weight); ``p_node > 0`` also zeroes that fraction of the nodes' whole
+    feature rows (GraphMAE's node masking, here a view to contrast)."""
+    if not 0.0 <= p_node <= 1.0:
+        raise ValueError(f"the node mask probability must lie in [0, 1], got {p_node}")
     edge_index, _ = dropout_edge(edge_index, p=p_edge)
     if isinstance(x, SparseFeatures):
-        keep = torch.rand(x.size(1), device=x.values.device) >= p_feature
-        return x.with_column_mask(keep.to(x.values.dtype)), edge_index
+        dtype, device = x.values.dtype, x.values.device
+        x = x.with_column_mask((torch.rand(x.size(1), device=device) >= p_feature).to(dtype))
+        if p_node > 0:
+            x = x.with_row_mask((torch.rand(x.size(0), device=device) >= p_node).to(dtype))
+        return x, edge_index
     x, _ = mask_feature(x, p=p_feature, mode="col")
+    if p_node > 0:
+        x, _ = mask_feature(x, p=p_node, mode="row")
     return x, edge_index
 
 
@@ -110,8 +124,8 @@ def train_node_model(
     for epoch in bar:
         start = time.perf_counter()
         encoder.train()
-        x1, e1 = augment(x, edge_index, config.drop_edge[0], config.drop_feature[0])
-        x2, e2 = augment(x, edge_index, config.drop_edge[1], config.drop_feature[1])
+        x1, e1 = augment(x, edge_index, *config.view_probabilities(0))
+        x2, e2 = augment(x, edge_index, *config.view_probabilities(1))
         h1 = encoder(x1, encoder.propagation_graph(e1, n))
         h2 = encoder(x2, encoder.propagation_graph(e2, n))
         loss = objective(head(h1), head(h2), h1, h2)
