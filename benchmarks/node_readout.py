@@ -1,8 +1,8 @@
 """Read-outs and probes compared on the same frozen embeddings: each method is trained once
 per seed (both GCN layers kept, ``--embedding concat``), then probed as the last layer, both
 layers, and both layers multiplied ``k`` more times by GCN's normalised adjacency ``Â``
-(GRACE protocol and public split); and, on the public split, with other feature scalings
-and a finer ``C`` grid.
+(GRACE protocol and public split); and, on the public split, with other feature scalings,
+a finer ``C`` grid, and the Adam-trained probe behind CCA-SSG's and GraphMAE's numbers.
 
     python benchmarks/node_readout.py --methods grace neighbors --hidden 256 --seeds 3
 
@@ -19,25 +19,31 @@ import torch
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import spmm, to_torch_csr_tensor
 
-from cl2gnn.node import default_config, load_node_dataset, make_split, probe_accuracy
+from cl2gnn.node import (
+    adam_probe_scores,
+    default_config,
+    load_node_dataset,
+    make_split,
+    probe_accuracy,
+)
 from cl2gnn.node.evaluate import C_GRID
 from cl2gnn.node.train import train_node_model
 
-HOPS = (1, 2, 4, 8)
 FINE_GRID = 2.0 ** np.arange(-8, 13, 1)
-PROBES = {  # name -> (scaling, C grid); the first is the library's default probe
-    "L2, coarse (library)": ("l2", C_GRID),
-    "L2, fine": ("l2", FINE_GRID),
-    "standardised, fine": ("standard", FINE_GRID),
-    "raw, fine": ("none", FINE_GRID),
+PROBES = {  # name -> (embeddings, y, split, seed) -> test accuracy; the first is the default
+    "L2, coarse (library)": lambda *a: probe_accuracy(*a, scaling="l2", c_grid=C_GRID),
+    "L2, fine": lambda *a: probe_accuracy(*a, scaling="l2", c_grid=FINE_GRID),
+    "standardised, fine": lambda *a: probe_accuracy(*a, scaling="standard", c_grid=FINE_GRID),
+    "raw, fine": lambda *a: probe_accuracy(*a, scaling="none", c_grid=FINE_GRID),
+    "raw, Adam": lambda *a: adam_probe_scores(*a)["test"],
 }
 
 
-def readouts(embedding: torch.Tensor, hidden: int, adj: torch.Tensor) -> dict:
+def readouts(embedding: torch.Tensor, hidden: int, adj: torch.Tensor, hops: list[int]) -> dict:
     out = {"last layer": embedding[:, 2 * hidden :], "concat": embedding}
-    for k in range(1, max(HOPS) + 1):
+    for k in range(1, max(hops, default=0) + 1):
         embedding = spmm(adj, embedding)
-        if k in HOPS:
+        if k in hops:
             out[f"concat, Â^{k}"] = embedding
     return out
 
@@ -51,12 +57,14 @@ def main() -> None:
     parser.add_argument("--dataset", default="Cora")
     parser.add_argument("--methods", nargs="+", default=["grace", "neighbors"])
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--epochs", type=int, help="default: the dataset's")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--hops", type=int, nargs="*", default=[1, 2, 4, 8])
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     data = load_node_dataset(args.dataset)
     config = default_config(data.name).with_overrides(
-        hidden=args.hidden, proj_hidden=args.hidden, embedding="concat"
+        hidden=args.hidden, proj_hidden=args.hidden, embedding="concat", epochs=args.epochs
     )
     edge_index, weight = gcn_norm(data.edge_index, None, data.num_nodes, add_self_loops=True)
     adj = to_torch_csr_tensor(edge_index.flip(0), weight, size=(data.num_nodes,) * 2)
@@ -64,7 +72,7 @@ def main() -> None:
     for method in args.methods:
         for seed in range(args.seeds):
             embedding = train_node_model(data, method, config, seed, progress=False).embeddings
-            for name, feats in readouts(embedding, config.hidden, adj).items():
+            for name, feats in readouts(embedding, config.hidden, adj, args.hops).items():
                 for protocol in ("grace", "public"):
                     split = make_split(protocol, data, seed)
                     accuracy = probe_accuracy(feats, data.y, split, seed)
@@ -72,8 +80,8 @@ def main() -> None:
                 if name not in ("last layer", "concat"):
                     continue
                 split = make_split("public", data, seed)
-                for probe_name, (scaling, grid) in PROBES.items():
-                    accuracy = probe_accuracy(feats, data.y, split, seed, scaling, grid)
+                for probe_name, run_probe in PROBES.items():
+                    accuracy = run_probe(feats, data.y, split, seed)
                     probe.setdefault((method, name, probe_name), []).append(accuracy)
     print("| method | read-out | GRACE protocol | public split |\n|---|---|---|---|")
     for method, name, _ in list(read)[::2]:

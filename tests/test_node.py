@@ -11,6 +11,7 @@ from cl2gnn.cli import main
 from cl2gnn.node import (
     METHODS,
     SparseFeatures,
+    adam_probe_scores,
     default_config,
     load_node_dataset,
     make_split,
@@ -330,6 +331,23 @@ def test_probe_scaling_and_c_grid():
     assert cv["validation"] == 75.0  # cross-validated on the training nodes
     with pytest.raises(ValueError, match="scaling"):
         probe_accuracy(feats, y, split, scaling="minmax")
+
+
+def test_adam_probe_reads_the_test_nodes_at_the_best_validation_epoch():
+    gen = torch.Generator().manual_seed(0)
+    y = torch.arange(300) % 3
+    feats = 3.0 * torch.nn.functional.one_hot(y).float() + 0.3 * torch.randn(300, 3, generator=gen)
+    split = (torch.arange(0, 100), torch.arange(100, 200), torch.arange(200, 300))
+    scores = adam_probe_scores(feats, y, split, seed=0)
+    assert scores["validation"] > 95.0 and scores["test"] > 95.0
+    assert adam_probe_scores(feats, y, split, seed=0) == scores  # seeded
+    # test labels permuted: the rule learnt on train and validation gets every test node
+    # wrong, so a probe that looked at the test nodes to choose its epoch would score higher
+    shifted = y.clone()
+    shifted[200:] = (y[200:] + 1) % 3
+    assert adam_probe_scores(feats, shifted, split, seed=0)["test"] < 5.0
+    with pytest.raises(ValueError, match="validation"):
+        adam_probe_scores(feats, y, (split[0], None, split[2]))
 
 
 def test_snapshots_leave_the_run_unchanged(digits):

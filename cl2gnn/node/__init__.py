@@ -2,7 +2,7 @@
 
 from .config import DEFAULTS, EMBEDDINGS, NodeConfig, default_config
 from .datasets import DATASETS, EMBEDDED, load_node_dataset
-from .evaluate import PROTOCOLS, make_split, probe_accuracy, probe_scores
+from .evaluate import PROTOCOLS, adam_probe_scores, make_split, probe_accuracy, probe_scores
 from .features import SparseFeatures, prepare_features
 from .methods import METHODS, NodeObjective
 from .models import GraphEncoder, ProjectionHead
@@ -22,6 +22,7 @@ __all__ = [
     "ProjectionHead",
     "SparseFeatures",
     "TrainResult",
+    "adam_probe_scores",
     "augment",
     "default_config",
     "format_table",
