@@ -70,6 +70,7 @@ def _node(args: argparse.Namespace) -> int:
         normalize_features=args.normalize_features or None,
         num_keys=args.num_keys,
         swa_start=args.swa_start,
+        mask_nodes=tuple(args.mask_nodes) if args.mask_nodes else None,
     )
     print(format_table(results))
     if args.json:
@@ -162,6 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="embed with the running mean of the encoder's weights from this epoch on "
         "(stochastic weight averaging; default: the last weights)",
+    )
+    node.add_argument(
+        "--mask-nodes",
+        type=float,
+        nargs=2,
+        metavar=("P1", "P2"),
+        help="fraction of the nodes whose whole feature row each view zeroes "
+        "(GraphMAE's masking, contrasted; default: 0 0)",
     )
     node.add_argument("--device", default="cpu")
     node.add_argument("--json", help="write the result to this JSON file")

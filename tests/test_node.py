@@ -194,6 +194,9 @@ def test_cli_embedding_and_width_flags(tmp_path):
     assert result["config"]["swa_start"] is None
     assert main([*args, "--swa-start", "2", "--no-progress"]) == 0
     assert json.loads(out.read_text())["config"]["swa_start"] == 2
+    assert result["config"]["mask_nodes"] == [0.0, 0.0]
+    assert main([*args, "--mask-nodes", "0.5", "0.25", "--no-progress"]) == 0
+    assert json.loads(out.read_text())["config"]["mask_nodes"] == [0.5, 0.25]
     args[args.index("neighbors")] = "homophily"
     assert main([*args, "--clusters", "4", "--no-progress"]) == 0
     result = json.loads(out.read_text())
