@@ -168,6 +168,8 @@ def test_augment_masks_about_the_asked_fraction_of_nodes(sparse):
     assert torch.equal(view.to_dense() if sparse else view, x)
     with pytest.raises(ValueError, match="node mask"):
         augment(features, edge_index, 0.0, 0.0, p_node=1.5)
+    with pytest.raises(ValueError, match="feature mask"):
+        augment(features, edge_index, 0.0, -0.1)
 
 
 def test_concat_embedding_option(digits):

@@ -107,10 +107,11 @@ def adam_probe_scores(
     weight_decay: float = 1e-4,
     epochs: int = 300,
 ) -> dict[str, float]:
-    """``{"validation", "test"}`` accuracies in percent of the probe behind CCA-SSG's and
-    GraphMAE's public-split numbers: a linear layer on the raw embeddings, trained full-batch
-    with Adam; the test accuracy is read at the epoch of best validation accuracy (the first
-    such epoch). Needs a split with validation nodes; ``seed`` fixes the initial weights."""
+    """``{"validation", "test"}`` accuracies in percent of the kind of probe behind CCA-SSG's
+    and GraphMAE's public-split numbers: a linear layer on the raw embeddings, trained
+    full-batch with Adam (the defaults are GraphMAE's Cora settings); the test accuracy is
+    read at the epoch of best validation accuracy (the first such epoch). Needs a split with
+    validation nodes; ``seed`` fixes the initial weights."""
     train, val, test = split
     if val is None:
         raise ValueError("the Adam probe chooses its epoch on validation nodes; the split has none")

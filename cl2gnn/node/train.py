@@ -41,8 +41,10 @@ def augment(
     ``mask_feature``; for :class:`SparseFeatures` the same column mask, applied to the
     first layer's weight); ``p_node > 0`` also zeroes that fraction of the nodes' whole
     feature rows (GraphMAE's node masking, here a view to contrast)."""
-    if not 0.0 <= p_node <= 1.0:
-        raise ValueError(f"the node mask probability must lie in [0, 1], got {p_node}")
+    # the sparse path draws its own masks, so it does not get mask_feature's range check
+    for name, p in (("feature mask", p_feature), ("node mask", p_node)):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"the {name} probability must lie in [0, 1], got {p}")
     edge_index, _ = dropout_edge(edge_index, p=p_edge)
     if isinstance(x, SparseFeatures):
         dtype, device = x.values.dtype, x.values.device
