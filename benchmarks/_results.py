@@ -1,0 +1,82 @@
+"""One format for every benchmark's results, read by ``results_page.py`` to write
+``RESULTS.md``: ``benchmarks/results/<name>.json`` holds one table with the command that
+printed it, the machine and the date."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+TOPICS = ("Operators", "Node classification", "Scale", "Image SSL")
+
+
+def cpu_model() -> str:
+    """The CPU's model name and its vector extensions that matter for torch."""
+    name, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+    except OSError:
+        pass
+    vector = [f for f in ("avx2", "avx512f", "amx_tile") if f in flags]
+    return f"{name} ({', '.join(vector) or 'no AVX2'})"
+
+
+def machine(device: str = "cpu") -> str:
+    """Where a number was measured: the GPU's name on CUDA, else the CPU model and cores;
+    torch's version either way."""
+    import torch
+
+    if str(device).startswith("cuda"):
+        where = torch.cuda.get_device_name(torch.device(device))
+    else:
+        where = f"{cpu_model()}, {os.cpu_count()} cores"
+    return f"{where}, torch {torch.__version__}"
+
+
+def save_table(
+    name: str,
+    topic: str,
+    title: str,
+    columns: list[str],
+    rows: list[list],
+    *,
+    device: str = "cpu",
+    notes: str = "",
+    command: str | None = None,
+) -> Path:
+    """Write one table to ``results/<name>.json`` (a re-run replaces it). ``command``
+    defaults to this process's own command line."""
+    if topic not in TOPICS:
+        raise ValueError(f"topic must be one of {TOPICS}, got {topic!r}")
+    if any(len(row) != len(columns) for row in rows):
+        raise ValueError("every row needs one cell per column")
+    if command is None:
+        script = os.path.relpath(sys.argv[0], Path(__file__).resolve().parents[1])
+        command = shlex.join(["python", script, *sys.argv[1:]])
+    record = {
+        "topic": topic,
+        "title": title,
+        "command": command,
+        "machine": machine(device),
+        "date": datetime.date.today().isoformat(),
+        "columns": columns,
+        "rows": rows,
+        "notes": notes,
+    }
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.replace(path)
+    return path
