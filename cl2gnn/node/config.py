@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-EMBEDDINGS = ("last", "concat")  # the probe reads the last layer, or both (jumping knowledge)
-
 
 @dataclass(frozen=True)
 class NodeConfig:

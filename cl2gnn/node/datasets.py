@@ -18,6 +18,7 @@ from torch_geometric.data import Data
 
 from .._paths import cache_dir
 from ..graphs import knn_graph
+from .names import DATASETS, EMBEDDED
 
 # name -> (PyG class, root sub-folder under CL2GNN_DATA, folder of the raw files in a root)
 _PYG = {
@@ -30,8 +31,6 @@ _PYG = {
     "Physics": ("Coauthor", "coauthor", "Physics"),
     "WikiCS": ("WikiCS", "wikics", "."),
 }
-EMBEDDED = "digits-knn"
-DATASETS = (EMBEDDED, *_PYG)
 
 
 def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:

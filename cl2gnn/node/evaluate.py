@@ -20,7 +20,8 @@ from sklearn.preprocessing import StandardScaler
 from torch import Tensor
 from torch_geometric.data import Data
 
-PROTOCOLS = ("grace", "gca", "public")
+from .names import PROTOCOLS
+
 C_GRID = 2.0 ** np.arange(-6, 11, 2)
 
 

@@ -22,20 +22,7 @@ from ..losses import (
 )
 from ..losses.infonce import check_num_keys
 from ..nn import MultiStageMemory
-
-# the InfoNCE-based methods, which take num_keys
-SAMPLED_KEYS_METHODS = ("grace", "neighbors", "homophily", "multistage", "knn")
-METHODS = (
-    "grace",
-    "attention",
-    "multistage",
-    "kernel",
-    "random_walk",
-    "spectral",
-    "knn",
-    "neighbors",
-    "homophily",
-)
+from .names import METHODS, SAMPLED_KEYS_METHODS
 
 
 def cluster_labels(x: Tensor, clusters: int) -> Tensor:

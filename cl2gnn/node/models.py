@@ -12,6 +12,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import spmm, to_torch_csr_tensor
 
 from .features import SparseFeatures
+from .names import ENCODERS
 
 ACTIVATIONS = {
     "relu": torch.nn.ReLU,
@@ -38,7 +39,7 @@ class GraphEncoder(torch.nn.Module):
             self.conv1 = GATConv(in_dim, 2 * hidden // heads, heads=heads)
             self.conv2 = GATConv(2 * hidden, hidden, heads=1)
         else:
-            raise ValueError(f"encoder must be 'gcn' or 'gat', got {conv!r}")
+            raise ValueError(f"encoder must be one of {ENCODERS}, got {conv!r}")
         self.act1, self.act2 = ACTIVATIONS[activation](), ACTIVATIONS[activation]()
 
     def reset_parameters(self) -> None:

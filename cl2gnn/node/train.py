@@ -16,10 +16,11 @@ from torch_geometric.utils import dropout_edge, mask_feature
 from tqdm.auto import tqdm
 
 from .._validation import check_integer
-from .config import EMBEDDINGS, NodeConfig
+from .config import NodeConfig
 from .features import SparseFeatures, prepare_features
 from .methods import NodeObjective
 from .models import GraphEncoder, ProjectionHead
+from .names import EMBEDDINGS
 
 
 @dataclass

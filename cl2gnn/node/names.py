@@ -1,0 +1,40 @@
+"""The names the ``cl2gnn node`` command offers, importable without torch (so that
+``cl2gnn --help`` stays fast); the modules that implement them import them from here."""
+
+from __future__ import annotations
+
+EMBEDDED = "digits-knn"  # scikit-learn's digits as a kNN graph: needs no download
+# PyG's homophilous benchmark graphs (Planetoid, Amazon, Coauthor, WikiCS)
+PYG_DATASETS = ("Cora", "CiteSeer", "PubMed", "Computers", "Photo", "CS", "Physics", "WikiCS")
+# heterophilous graphs in Platonov et al.'s .npz format, with their 10 standard splits
+HETEROPHILOUS = (
+    "actor",
+    "chameleon",
+    "chameleon-filtered",
+    "cornell",
+    "texas",
+    "wisconsin",
+    "minesweeper",
+)
+DATASETS = (EMBEDDED, *PYG_DATASETS, *HETEROPHILOUS)
+
+METHODS = (
+    "grace",
+    "attention",
+    "multistage",
+    "kernel",
+    "random_walk",
+    "spectral",
+    "knn",
+    "neighbors",
+    "homophily",
+)
+# the InfoNCE-based methods, which take num_keys
+SAMPLED_KEYS_METHODS = ("grace", "neighbors", "homophily", "multistage", "knn")
+
+# grace: random 10/90, C by CV; gca: random 10/10/80; public: Planetoid's split;
+# splits: the dataset's own shipped splits (C on their validation nodes)
+PROTOCOLS = ("grace", "gca", "public", "splits")
+
+ENCODERS = ("gcn", "gat")
+EMBEDDINGS = ("last", "concat")  # the probe reads the last layer, or both (jumping knowledge)
