@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import warnings
 from pathlib import Path
+
+from . import _cli
+from .dynamics.names import STUDY_NAMES
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -46,7 +48,9 @@ def _verify(args: argparse.Namespace) -> int:
     ok = worst < args.tol
     print(f"{'PASS' if ok else 'FAIL'}: worst error {worst:.2e} (tolerance {args.tol:.0e})")
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": args.device, "checks": dict(results)}))
+        _cli.write_text_atomic(
+            args.json, json.dumps({"device": args.device, "checks": dict(results)})
+        )
     return 0 if ok else 1
 
 
@@ -85,9 +89,6 @@ def _simulate(args: argparse.Namespace) -> int:
     if args.list:
         print("\n".join(STUDIES))
         return 0
-    if args.study is None:
-        print("name a study (cl2gnn simulate --list shows them)", file=sys.stderr)
-        return 2
     names = list(STUDIES) if args.study == "all" else [args.study]
     for name in names:
         result = run_study(name, args.out, args.steps, args.seed)
@@ -99,8 +100,10 @@ def _simulate(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from .node import DATASETS, EMBEDDED, EMBEDDINGS, METHODS, PROTOCOLS
 
-    parser = argparse.ArgumentParser(
-        prog="cl2gnn", description="Contrastive learning as message passing."
+    parser = _cli.ArgumentParser(
+        prog="cl2gnn",
+        description="Contrastive learning as message passing.",
+        epilog=f"{_cli.DEBUG_VARIABLE}=1 shows the traceback behind an error.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="versions and available backends")
@@ -108,12 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser(
         "verify", help="check forward == x - step * grad(energy) for every operator"
     )
-    verify.add_argument("--device", default="cpu")
-    verify.add_argument("--nodes", type=int, default=64)
-    verify.add_argument("--dim", type=int, default=16)
-    verify.add_argument("--seed", type=int, default=0)
-    verify.add_argument("--tol", type=float, default=1e-10)
-    verify.add_argument("--json", help="write the errors to this JSON file")
+    verify.add_argument("--device", type=_cli.device, default="cpu")
+    # pairs of views, and a quarter of the nodes as sampled keys: 4 at least
+    verify.add_argument("--nodes", type=_cli.int_range(4), default=64)
+    verify.add_argument("--dim", type=_cli.positive_int, default=16)
+    verify.add_argument("--seed", type=_cli.seed, default=0)
+    verify.add_argument("--tol", type=_cli.positive_float, default=1e-10)
+    verify.add_argument("--json", type=_cli.output_file, help="write the errors to this JSON file")
     verify.set_defaults(func=_verify)
 
     node = sub.add_parser(
@@ -181,20 +185,24 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate",
         help="run a synthetic study of the learning dynamics (figures + JSON)",
     )
-    simulate.add_argument("study", nargs="?", help="a study name, or 'all'")
-    simulate.add_argument("--list", action="store_true", help="print the study names")
-    simulate.add_argument("--out", default="runs/simulate")
-    simulate.add_argument("--steps", type=int, help="override the study's default")
-    simulate.add_argument("--seed", type=int, default=0)
+    which = simulate.add_mutually_exclusive_group(required=True)
+    which.add_argument("study", nargs="?", choices=(*STUDY_NAMES, "all"), help="a study, or all")
+    which.add_argument("--list", action="store_true", help="print the study names")
+    simulate.add_argument("--out", type=_cli.output_dir, default="runs/simulate")
+    simulate.add_argument("--steps", type=_cli.positive_int, help="override the study's default")
+    simulate.add_argument("--seed", type=_cli.seed, default=0)
     simulate.set_defaults(func=_simulate)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    # PyG's import-time deprecation notice is not the user's concern
-    warnings.filterwarnings("ignore", message="`torch.jit.script` is deprecated")
-    args = build_parser().parse_args(argv)
-    return args.func(args)
+    _cli.quiet_pyg_warning()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    with _cli.user_errors(f"{parser.prog} {args.command}"):
+        if hasattr(args, "device"):  # before any data work
+            _cli.check_device(args.device)
+        return args.func(args)
 
 
 if __name__ == "__main__":

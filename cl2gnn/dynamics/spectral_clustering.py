@@ -60,7 +60,7 @@ def run(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            losses.append(float(loss))
+            losses.append(loss.item())
         z = torch.nn.functional.normalize(emb.detach(), dim=1).numpy()
         found = KMeans(clusters, n_init=10, random_state=seed).fit_predict(z)
         adjacency = to_scipy_sparse_matrix(edge_index, num_nodes=n).tocsr()
