@@ -39,7 +39,8 @@ class MultiStageMemory(MessagePassing):
     the end of every stage. The bank is a registered buffer of ``dtype`` (bf16 halves
     it): it is saved in ``state_dict`` and moves with ``.to()``. Under
     ``torch.distributed`` :meth:`push` all-gathers the batch so every rank keeps the
-    same bank.
+    same bank; ranks may hold different numbers of rows (a last partial batch), none
+    included.
 
     Args:
         num_samples (int): number of natural samples.
@@ -130,10 +131,11 @@ class MultiStageMemory(MessagePassing):
 
     @torch.no_grad()
     def push(self, x: Tensor, sample_id: Tensor) -> None:
-        """Store the detached features of this batch in the current stage."""
-        self._check(x, sample_id)
+        """Store the detached features of this batch in the current stage (an empty
+        batch stores nothing; under ``torch.distributed`` every rank must call it)."""
+        self._check(x, sample_id, min_rows=0)
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            x, sample_id = _all_gather(x.detach()), _all_gather(sample_id)
+            x, sample_id = _all_gather_rows(x.detach(), sample_id)
         self.bank[int(self.pointer), sample_id] = x.detach().to(self.bank.dtype)
         self.filled[int(self.pointer), sample_id] = True
 
@@ -144,8 +146,8 @@ class MultiStageMemory(MessagePassing):
         self.filled[int(self.pointer)] = False
         self.stages_done += 1
 
-    def _check(self, x: Tensor, sample_id: Tensor) -> None:
-        check_features(x)
+    def _check(self, x: Tensor, sample_id: Tensor, min_rows: int = 1) -> None:
+        check_features(x, min_rows=min_rows)
         if x.size(1) != self.dim:
             raise ValueError(f"x must have dim {self.dim}, got {x.size(1)}")
         if sample_id.shape != (x.size(0),) or sample_id.is_floating_point():
@@ -163,7 +165,20 @@ class MultiStageMemory(MessagePassing):
         )
 
 
-def _all_gather(t: Tensor) -> Tensor:
-    parts = [torch.empty_like(t) for _ in range(dist.get_world_size())]
-    dist.all_gather(parts, t.contiguous())
-    return torch.cat(parts)
+def _all_gather_rows(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Every rank's rows of each tensor, concatenated in rank order. Ranks may hold
+    different numbers of rows, which ``all_gather`` does not allow (gloo aborts), so the
+    row counts are gathered first, each tensor padded to the largest and the padding
+    cut off again."""
+    device = tensors[0].device
+    counts = [torch.zeros(1, dtype=torch.long, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(counts, torch.tensor([tensors[0].size(0)], device=device))
+    counts = [int(c) for c in counts]
+    gathered = []
+    for t in tensors:
+        padded = t.new_zeros((max(counts), *t.shape[1:]))
+        padded[: t.size(0)] = t
+        parts = [torch.empty_like(padded) for _ in counts]
+        dist.all_gather(parts, padded)
+        gathered.append(torch.cat([part[:n] for part, n in zip(parts, counts, strict=True)]))
+    return tuple(gathered)
