@@ -17,21 +17,29 @@ from ..nn import AttentionAlignConv, ContrastiveConv, UniformAttention
 
 @lru_cache(maxsize=64)
 def contrastive_conv(
-    tau: float, positive_in_denominator: bool, implementation: str = "auto"
+    tau: float,
+    positive_in_denominator: bool,
+    implementation: str = "auto",
+    distributed: str | None = None,
 ) -> ContrastiveConv:
     return ContrastiveConv(
-        tau=tau, positive_in_denominator=positive_in_denominator, implementation=implementation
+        tau=tau,
+        positive_in_denominator=positive_in_denominator,
+        implementation=implementation,
+        distributed=distributed,
     )
 
 
 @lru_cache(maxsize=64)
-def uniform_attention(tau: float) -> UniformAttention:
-    return UniformAttention(tau=tau)
+def uniform_attention(tau: float, distributed: str | None = None) -> UniformAttention:
+    return UniformAttention(tau=tau, distributed=distributed)
 
 
 @lru_cache(maxsize=64)
-def attention_align(beta: float, normalize: str) -> AttentionAlignConv:
-    return AttentionAlignConv(beta=beta, normalize=normalize)
+def attention_align(
+    beta: float, normalize: str, distributed: str | None = None
+) -> AttentionAlignConv:
+    return AttentionAlignConv(beta=beta, normalize=normalize, distributed=distributed)
 
 
 @lru_cache(maxsize=64)

@@ -5,8 +5,10 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import scatter
 
+from ..distributed import check_mode
 from ..nn import AttentionAlignConv
 from ._base import GraphLoss
+from ._distributed import share_of_mean, views_shard
 from ._operators import attention_align, uniform_attention
 from ._views import resolve_views
 
@@ -23,8 +25,10 @@ def attention_info_nce(
     temperature: float = 0.5,
     beta: float = 1.0,
     normalize: str = "negatives",
+    distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`AttentionInfoNCELoss`."""
+    shard = views_shard(z1, z2, distributed)
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if z2 is not None and (h1 is None) != (h2 is None):
         raise ValueError("with two view batches pass both h1 and h2, or neither")
@@ -32,12 +36,13 @@ def attention_info_nce(
         raise ValueError("h2 goes with z2; pass the attention features of x as h1")
     h = h1 if h2 is None else torch.cat([h1, h2])
     x = F.normalize(x, dim=-1)
-    align = attention_align(float(beta), normalize)
+    align = attention_align(float(beta), normalize, distributed)
     coef = align.attention(x, edge_index, edge_weight, h=h)
     anchor_weight = scatter(coef, edge_index[1], 0, dim_size=x.size(0), reduce="sum")
-    uniform = uniform_attention(float(temperature))
+    uniform = uniform_attention(float(temperature), distributed)
     energy = align.energy(x, edge_index, edge_weight, attention=coef) / temperature
-    return (energy + uniform.energy(x, weight=anchor_weight)) / x.size(0)
+    energy = energy + uniform.energy(x, weight=anchor_weight)
+    return share_of_mean(energy, x.size(0), shard)
 
 
 class AttentionInfoNCELoss(GraphLoss):
@@ -62,6 +67,9 @@ class AttentionInfoNCELoss(GraphLoss):
         beta (float, optional): attention sharpness :math:`\beta` (default: ``1.0``).
         normalize (str, optional): ``"negatives"`` (paper) or ``"positives"`` (reference
             code) (default: ``"negatives"``).
+        distributed (str, optional): ``"gather"`` or ``"ring"``: the global batch of every
+            rank, as in :class:`InfoNCELoss` (the attention's normalisation spans the ranks
+            too; each rank returns ``world_size ×`` its share) (default: ``None``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)` (+ ``h1, h2`` :math:`(B, d_h)`), or ``x``
@@ -76,12 +84,19 @@ class AttentionInfoNCELoss(GraphLoss):
     functional = staticmethod(attention_info_nce)
 
     def __init__(
-        self, temperature: float = 0.5, beta: float = 1.0, normalize: str = "negatives"
+        self,
+        temperature: float = 0.5,
+        beta: float = 1.0,
+        normalize: str = "negatives",
+        distributed: str | None = None,
     ) -> None:
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         AttentionAlignConv(normalize=normalize)  # validates `normalize` early
-        super().__init__(temperature=temperature, beta=beta, normalize=normalize)
+        check_mode(distributed)
+        super().__init__(
+            temperature=temperature, beta=beta, normalize=normalize, distributed=distributed
+        )
 
     def forward(
         self,

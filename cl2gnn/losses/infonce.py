@@ -5,7 +5,9 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._validation import check_integer
+from ..distributed import check_mode
 from ._base import GraphLoss
+from ._distributed import share_of_mean, views_shard
 from ._operators import contrastive_conv
 from ._views import resolve_views
 
@@ -22,14 +24,29 @@ def info_nce(
     positive_in_denominator: bool = True,
     implementation: str = "auto",
     num_keys: int | None = None,
+    distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
+    check_distributed_options(distributed, num_keys, implementation)
+    shard = views_shard(z1, z2, distributed)
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if normalize:
         x = F.normalize(x, dim=-1)
-    conv = contrastive_conv(float(temperature), bool(positive_in_denominator), implementation)
+    conv = contrastive_conv(
+        float(temperature), bool(positive_in_denominator), implementation, distributed
+    )
     keys = sample_keys(x.size(0), num_keys, x.device)
-    return conv.energy(x, edge_index, edge_weight, keys) / x.size(0)
+    energy = conv.energy(x, edge_index, edge_weight, keys)
+    return share_of_mean(energy, x.size(0), shard)
+
+
+def check_distributed_options(
+    distributed: str | None, num_keys: int | None, implementation: str
+) -> None:
+    """Global negatives come from the distributed modes alone: no sampled keys, no Triton."""
+    check_mode(distributed)
+    if distributed is not None and (num_keys is not None or implementation == "triton"):
+        raise ValueError("distributed takes neither num_keys nor implementation='triton'")
 
 
 def sample_keys(n: int, num_keys: int | None, device: torch.device) -> Tensor | None:
@@ -78,6 +95,16 @@ class InfoNCELoss(GraphLoss):
             :class:`~cl2gnn.nn.UniformAttention`, unbiased for the partition sum,
             ``N·num_keys`` logits instead of ``N²``); ``None`` or ``>= N`` is the exact
             loss (default: ``None``).
+        distributed (str, optional): under an initialised process group of ``P`` ranks,
+            each passing its own views, the loss over the *global* batch: every anchor
+            against the keys of every rank, by ``"gather"`` (keys all-gathered with
+            autograd, ``N/P × N`` logits per rank) or ``"ring"`` (keys passed rank to
+            rank, ``O(N d / P + tile²)`` memory per rank); see :mod:`cl2gnn.distributed`.
+            Positives (the two views, ``edge_index``, ``sample_id``) index this rank's
+            rows. Each rank returns ``P ×`` its anchors' share of the global loss
+            (lightly's convention): the mean over the ranks is the global loss, and DDP's
+            gradient averaging gives exactly the single-process gradient. ``None``: this
+            process's batch only (default: ``None``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
@@ -94,6 +121,8 @@ class InfoNCELoss(GraphLoss):
         >>> loss = loss_fn(x, edge_index=knn_graph(x, k=5, symmetrize="union"))
         >>> # uniformity over 256 keys drawn afresh per call (N·256 logits, not N²)
         >>> loss = InfoNCELoss(num_keys=256)(z1, z2)
+        >>> # under torchrun: negatives from every rank's batch, exact gradients with DDP
+        >>> loss = InfoNCELoss(distributed="ring")(z1_local, z2_local)
     """
 
     functional = staticmethod(info_nce)
@@ -105,15 +134,18 @@ class InfoNCELoss(GraphLoss):
         positive_in_denominator: bool = True,
         implementation: str = "auto",
         num_keys: int | None = None,
+        distributed: str | None = None,
     ) -> None:
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         contrastive_conv(float(temperature), True, implementation)  # validates it early
         check_num_keys(num_keys)
+        check_distributed_options(distributed, num_keys, implementation)
         super().__init__(
             temperature=temperature,
             normalize=normalize,
             positive_in_denominator=positive_in_denominator,
             implementation=implementation,
             num_keys=num_keys,
+            distributed=distributed,
         )

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..distributed import check_mode
 from ._base import GraphLoss
+from ._distributed import views_shard
 from ._logits import graph_contrastive
 from ._views import resolve_views
 
@@ -42,6 +45,7 @@ def kernel_info_nce(
     lam: float = 0.5,
     gamma2: float = 2.0,
     temperature2: float | None = None,
+    distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`KernelInfoNCELoss`."""
     if mixture not in MIXTURES:
@@ -50,11 +54,17 @@ def kernel_info_nce(
         raise ValueError(f"mixture_form must be one of {MIXTURE_FORMS}, got {mixture_form!r}")
     if not 0.0 < lam < 1.0 and mixture is not None:
         raise ValueError(f"lam must lie in (0, 1), got {lam}")
+    shard = views_shard(z1, z2, distributed)
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
-    if mixture is None:
-        x = F.normalize(x, dim=-1)
+
+    def contrast(x: Tensor, kernel) -> Tensor:
         return graph_contrastive(
-            x, lambda q, k: log_kernel(q, k, gamma, temperature), edge_index, edge_weight
+            x, kernel, edge_index, edge_weight, distributed=distributed, shard=shard
+        )
+
+    if mixture is None:
+        return contrast(
+            F.normalize(x, dim=-1), partial(log_kernel, gamma=gamma, temperature=temperature)
         )
     temperature2 = temperature if temperature2 is None else temperature2
     if mixture == "simple":
@@ -74,15 +84,12 @@ def kernel_info_nce(
 
     both = torch.cat([first, second], dim=1)  # one tensor so the kernels share row tiles
     if mixture_form == "loss":
-        first_loss = graph_contrastive(both, kernel1, edge_index, edge_weight)
-        return lam * first_loss + (1 - lam) * graph_contrastive(
-            both, kernel2, edge_index, edge_weight
-        )
+        return lam * contrast(both, kernel1) + (1 - lam) * contrast(both, kernel2)
 
     def mixed(q: Tensor, k: Tensor) -> Tensor:
         return torch.logaddexp(kernel1(q, k) + math.log(lam), kernel2(q, k) + math.log(1 - lam))
 
-    return graph_contrastive(both, mixed, edge_index, edge_weight)
+    return contrast(both, mixed)
 
 
 class KernelInfoNCELoss(GraphLoss):
@@ -114,6 +121,9 @@ class KernelInfoNCELoss(GraphLoss):
         lam (float, optional): mixture weight :math:`\lambda` (default: ``0.5``).
         gamma2 (float, optional): exponent of the second kernel (default: ``2.0``).
         temperature2 (float, optional): its temperature (default: ``temperature``).
+        distributed (str, optional): ``"gather"`` or ``"ring"``: the keys span every rank's
+            rows, as in :class:`InfoNCELoss` (each rank returns ``world_size ×`` its share)
+            (default: ``None``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
@@ -137,7 +147,9 @@ class KernelInfoNCELoss(GraphLoss):
         lam: float = 0.5,
         gamma2: float = 2.0,
         temperature2: float | None = None,
+        distributed: str | None = None,
     ) -> None:
+        check_mode(distributed)
         if not gamma > 0 or not gamma2 > 0:
             raise ValueError("gamma and gamma2 must be > 0")
         if not temperature > 0 or (temperature2 is not None and not temperature2 > 0):
@@ -146,7 +158,7 @@ class KernelInfoNCELoss(GraphLoss):
             raise ValueError(f"mixture must be one of {MIXTURES}, got {mixture!r}")
         if mixture_form not in MIXTURE_FORMS:
             raise ValueError(f"mixture_form must be one of {MIXTURE_FORMS}, got {mixture_form!r}")
-        options = {"gamma": gamma, "temperature": temperature}
+        options = {"gamma": gamma, "temperature": temperature, "distributed": distributed}
         if mixture is not None:
             options.update(
                 mixture=mixture,

@@ -4,8 +4,10 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
 
+from ..distributed import check_mode
 from ..nn._graph import edge_dot
 from ._base import GraphLoss
+from ._distributed import share_of_mean, views_shard
 from ._operators import uniform_attention
 from ._views import resolve_views
 
@@ -21,23 +23,27 @@ def random_walk_loss(
     sample_id: Tensor | None = None,
     temperature: float = 0.5,
     form: str = "paper",
+    distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`RandomWalkLoss`."""
     if form not in FORMS:
         raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    shard = views_shard(z1, z2, distributed)
     x, edge_index, _ = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     x = F.normalize(x, dim=-1)
     n = x.size(0)
     edge_index, _ = remove_self_loops(coalesce(edge_index, num_nodes=n))  # 1[i∼j], j != i
-    # P_ij = exp(S_ij - lse_i): UniformAttention's attention, tiled for large N
-    lse = uniform_attention(float(temperature)).row_logsumexp(x)
+    # P_ij = exp(S_ij - lse_i): UniformAttention's attention (tiled for large N, over every
+    # rank's keys when distributed)
+    lse = uniform_attention(float(temperature), distributed).row_logsumexp(x)
     walk = (edge_dot(x, x, edge_index) / temperature - lse[edge_index[1]]).exp()
     degree = float(edge_index.size(1))
     if form == "paper":  # Σ_{j≁i} P_ij = 1 - Σ_{j∼i} P_ij, as a row of P sums to one
-        return (degree + n - 2 * walk.sum()) / n
-    # Σ_{j≠i} P_ij² = exp(LSE_j(2 S_ij) - 2 lse_i): the log-partition at temperature τ/2
-    lse_half = uniform_attention(temperature / 2).row_logsumexp(x)
-    return (degree - 2 * walk.sum() + (lse_half - 2 * lse).exp().sum()) / n
+        total = degree + n - 2 * walk.sum()
+    else:  # Σ_{j≠i} P_ij² = exp(LSE_j(2 S_ij) - 2 lse_i): the log-partition at τ/2
+        lse_half = uniform_attention(temperature / 2, distributed).row_logsumexp(x)
+        total = degree - 2 * walk.sum() + (lse_half - 2 * lse).exp().sum()
+    return share_of_mean(total, n, shard)
 
 
 class RandomWalkLoss(GraphLoss):
@@ -62,6 +68,9 @@ class RandomWalkLoss(GraphLoss):
     Args:
         temperature (float, optional): :math:`\tau` (default: ``0.5``).
         form (str, optional): ``"paper"`` or ``"squared"`` (default: ``"paper"``).
+        distributed (str, optional): ``"gather"`` or ``"ring"``: the affinity graph spans
+            every rank's rows, as in :class:`InfoNCELoss` (each rank returns
+            ``world_size ×`` its share) (default: ``None``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
@@ -74,9 +83,12 @@ class RandomWalkLoss(GraphLoss):
 
     functional = staticmethod(random_walk_loss)
 
-    def __init__(self, temperature: float = 0.5, form: str = "paper") -> None:
+    def __init__(
+        self, temperature: float = 0.5, form: str = "paper", distributed: str | None = None
+    ) -> None:
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-        super().__init__(temperature=temperature, form=form)
+        check_mode(distributed)
+        super().__init__(temperature=temperature, form=form, distributed=distributed)

@@ -7,8 +7,10 @@ from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from .._validation import check_features, check_same_shape
+from ..distributed import Shard, all_reduce_sum, check_mode
 from ..nn._graph import edge_dot
 from ._base import GraphLoss
+from ._distributed import views_shard
 from ._views import resolve_views
 
 
@@ -21,31 +23,47 @@ def spectral_contrastive(
     sample_id: Tensor | None = None,
     mu: float = 1.0,
     normalize: bool = True,
+    distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`SpectralContrastiveLoss`."""
 
     def scale(z: Tensor) -> Tensor:
         return F.normalize(z, dim=-1) * math.sqrt(mu) if normalize else z
 
+    # across ranks: this rank's anchors against every rank's rows, through the Gram matrices
+    shard = views_shard(z1, z2, distributed)
+    world = 1 if shard is None else shard.world_size
     if z2 is not None and edge_index is None and sample_id is None:
         check_features(z1, "z1")
         check_same_shape(z1, z2)
         a, b = scale(z1), scale(z2)
-        return -2 * (a * b).sum(-1).mean() + _mean_off_diagonal_square(a, b)
+        n = a.size(0) if shard is None else shard.total // 2
+        positive = (a * b).sum() / n
+        return world * (-2 * positive + _off_diagonal_square_sum(a, b, shard) / (n * (n - 1)))
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     x = scale(x)
     edge_index, weight = gcn_norm(edge_index, edge_weight, x.size(0), False, False, dtype=x.dtype)
-    positive = (weight * edge_dot(x, x, edge_index)).sum() / weight.sum()
-    return -2 * positive + _mean_off_diagonal_square(x, x)
+    n, weight_total = x.size(0), weight.sum()
+    if shard is not None:
+        n, weight_total = shard.total, all_reduce_sum(weight_total)
+    positive = (weight * edge_dot(x, x, edge_index)).sum() / weight_total
+    return world * (-2 * positive + _off_diagonal_square_sum(x, x, shard) / (n * (n - 1)))
 
 
-def _mean_off_diagonal_square(a: Tensor, b: Tensor) -> Tensor:
-    """``mean_{i != j} (a_i·b_j)²`` without masks: all pairs minus the diagonal. All pairs
-    are ``‖A Bᵀ‖²_F = ⟨AᵀA, BᵀB⟩_F``: with fewer features than rows the ``d × d`` Gram
-    matrices cost ``O(N d²)`` instead of the ``O(N² d)`` pair matrix."""
+def _off_diagonal_square_sum(a: Tensor, b: Tensor, shard: Shard | None) -> Tensor:
+    """``Σ_{i != j} (a_i·b_j)²`` over this process's rows ``i`` (every rank's rows ``j``
+    when ``shard`` is given) without masks: all pairs minus the diagonal. All pairs are
+    ``‖A Bᵀ‖²_F = ⟨AᵀA, BᵀB⟩_F``: with fewer features than rows the ``d × d`` Gram matrices
+    cost ``O(N d²)`` instead of the ``O(N² d)`` pair matrix, and across ranks ``BᵀB`` is
+    the all-reduced sum of the ranks' Gram matrices."""
     n, d = a.shape
-    total = (a.T @ a).mul_(b.T @ b).sum() if d < n else (a @ b.T).square_().sum()
-    return (total - (a * b).sum(-1).square().sum()) / (n * (n - 1))
+    if shard is not None:
+        total = (a.T @ a).mul_(all_reduce_sum(b.T @ b)).sum()
+    elif d < n:
+        total = (a.T @ a).mul_(b.T @ b).sum()
+    else:
+        total = (a @ b.T).square_().sum()
+    return total - (a * b).sum(-1).square().sum()
 
 
 class SpectralContrastiveLoss(GraphLoss):
@@ -68,6 +86,10 @@ class SpectralContrastiveLoss(GraphLoss):
     Args:
         mu (float, optional): squared feature norm after normalisation (default: ``1``).
         normalize (bool, optional): normalise the features (default: ``True``).
+        distributed (str, optional): ``"gather"`` or ``"ring"``: the second expectation
+            spans every rank's rows, with the ranks' ``d × d`` Gram matrices all-reduced
+            (both modes alike: nothing of size ``N`` is exchanged); each rank returns
+            ``world_size ×`` its anchors' share, as :class:`InfoNCELoss` (default: ``None``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with
@@ -80,7 +102,10 @@ class SpectralContrastiveLoss(GraphLoss):
 
     functional = staticmethod(spectral_contrastive)
 
-    def __init__(self, mu: float = 1.0, normalize: bool = True) -> None:
+    def __init__(
+        self, mu: float = 1.0, normalize: bool = True, distributed: str | None = None
+    ) -> None:
         if not mu > 0:
             raise ValueError(f"mu must be > 0, got {mu}")
-        super().__init__(mu=mu, normalize=normalize)
+        check_mode(distributed)
+        super().__init__(mu=mu, normalize=normalize, distributed=distributed)

@@ -9,6 +9,8 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
 from .._validation import as_edge_index, check_features
+from ..distributed import check_mode, inner_product, is_distributed, row_logsumexp, shard_of
+from ..distributed.collectives import global_logsumexp
 from ._graph import edge_dot, normalized_graph
 
 NORMALIZATIONS = ("negatives", "positives")
@@ -53,6 +55,10 @@ class AttentionAlignConv(MessagePassing):
         normalize (str, optional): ``"negatives"`` or ``"positives"``
             (default: ``"negatives"``).
         stop_gradient (bool, optional): detach the targets (default: ``False``).
+        distributed (str, optional): ``"gather"`` or ``"ring"``: the attention's
+            normalisation (over negatives, or over positive edges) spans every rank's rows
+            (:mod:`cl2gnn.distributed`); the edges index this rank's rows
+            (default: ``None``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -70,16 +76,19 @@ class AttentionAlignConv(MessagePassing):
         beta: float = 1.0,
         normalize: str = "negatives",
         stop_gradient: bool = False,
+        distributed: str | None = None,
         **kwargs,
     ) -> None:
         kwargs.setdefault("aggr", "add")
         super().__init__(**kwargs)
+        check_mode(distributed)
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {normalize!r}")
         self.step = step
         self.beta = beta
         self.normalize = normalize
         self.stop_gradient = stop_gradient
+        self.distributed = distributed
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
@@ -107,14 +116,24 @@ class AttentionAlignConv(MessagePassing):
         h = F.normalize(h.to(x.dtype), dim=-1)
         dst = edge_index[1]
         score = self.beta * edge_dot(h, h, edge_index)
-        if self.normalize == "negatives":
-            if x.size(0) < 2:
-                raise ValueError("normalize='negatives' needs at least 2 rows")
-            logits = (self.beta * h @ h.T).fill_diagonal_(float("-inf"))
-            log_mean = torch.logsumexp(logits, dim=1) - math.log(x.size(0) - 1)
-            attn = (score - log_mean[dst]).exp()
-        else:
-            attn = (score - torch.logsumexp(score, dim=0)).exp() * score.numel()
+        distributed = is_distributed(self.distributed)
+        if self.normalize == "negatives":  # over the keys of every rank when distributed
+            if distributed:
+                shard = shard_of(h, min_total=2)
+                kernel = inner_product(self.beta)
+                log_sum = row_logsumexp(h, kernel, self.distributed, shard, stop_gradient=True)
+                others = shard.total - 1
+            else:
+                if x.size(0) < 2:
+                    raise ValueError("normalize='negatives' needs at least 2 rows")
+                log_sum = torch.logsumexp((self.beta * h @ h.T).fill_diagonal_(-math.inf), dim=1)
+                others = x.size(0) - 1
+            attn = (score - log_sum[dst] + math.log(others)).exp()
+        else:  # a softmax over the positive edges of every rank when distributed
+            log_sum, edges = torch.logsumexp(score, dim=0), score.numel()
+            if distributed:
+                log_sum, edges = global_logsumexp(score)
+            attn = (score - log_sum).exp() * edges
         return weight * attn
 
     def energy(

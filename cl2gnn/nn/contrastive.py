@@ -37,6 +37,9 @@ class ContrastiveConv(torch.nn.Module):
         stop_gradient (bool, optional): stop-gradient uniformity (default: ``False``).
         implementation (str, optional): the uniformity energy ``"dense"``, ``"tiled"``,
             ``"triton"`` or ``"auto"``, as in :class:`UniformAttention` (default: ``"auto"``).
+        distributed (str, optional): ``"gather"`` or ``"ring"``: the uniformity term's keys
+            span every rank's rows, as in :class:`UniformAttention`; the augmentation graph
+            (the positives) indexes this rank's rows (default: ``None``).
 
     Shapes:
         - **input:** features :math:`(N, d)`, augmentation ``edge_index`` :math:`(2, E)`,
@@ -52,13 +55,18 @@ class ContrastiveConv(torch.nn.Module):
         positive_in_denominator: bool = True,
         stop_gradient: bool = False,
         implementation: str = "auto",
+        distributed: str | None = None,
     ) -> None:
         super().__init__()
         self.step, self.tau = step, tau
         self.positive_in_denominator = positive_in_denominator
         self.align = AlignConv(step=step / tau)
         self.uniform = UniformAttention(
-            step=step, tau=tau, stop_gradient=stop_gradient, implementation=implementation
+            step=step,
+            tau=tau,
+            stop_gradient=stop_gradient,
+            implementation=implementation,
+            distributed=distributed,
         )
 
     def reset_parameters(self) -> None:
@@ -98,5 +106,6 @@ class ContrastiveConv(torch.nn.Module):
         return (
             f"{self.__class__.__name__}(step={self.step}, tau={self.tau}, "
             f"positive_in_denominator={self.positive_in_denominator}, "
-            f"stop_gradient={self.uniform.stop_gradient})"
+            f"stop_gradient={self.uniform.stop_gradient}"
+            + (f", distributed={self.uniform.distributed!r})" if self.uniform.distributed else ")")
         )

@@ -6,6 +6,16 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
 from .._validation import as_edge_index, as_keys, check_features
+from ..distributed import (
+    check_mode,
+    gather_rows,
+    inner_product,
+    is_distributed,
+    row_logsumexp,
+    shard_of,
+)
+from ..distributed.collectives import all_reduce_sum
+from ..distributed.partition import masked_logits, masked_logsumexp
 from ._graph import edge_dot, scatter_logsumexp
 from .sampled import sampled_logits, sampled_row_logsumexp
 from .tiled import tiled_row_logsumexp
@@ -67,6 +77,13 @@ class UniformAttention(MessagePassing):
             ``exclude_index``) or ``"auto"`` (tiled from 2,048 rows on)
             (default: ``"auto"``).
         tile_size (int, optional): block size of the tiled energy (default: ``1024``).
+        distributed (str, optional): under an initialised process group, the complete
+            affinity graph spans the rows of every rank: ``"gather"`` (all-gathered keys)
+            or ``"ring"`` (keys passed rank to rank, ``O(N d / P + tile²)`` memory), see
+            :mod:`cl2gnn.distributed`; :meth:`energy` is then this rank's anchors' share
+            and its gradient on the local rows the global energy's; :meth:`forward` is the
+            exact step of the local rows (keys gathered). ``None``: this process's rows
+            only (default: ``None``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -87,10 +104,12 @@ class UniformAttention(MessagePassing):
         self_loops: bool = False,
         implementation: str = "auto",
         tile_size: int = 1024,
+        distributed: str | None = None,
         **kwargs,
     ) -> None:
         kwargs.setdefault("aggr", "add")
         super().__init__(**kwargs)
+        check_mode(distributed)
         if not tau > 0:
             raise ValueError(f"tau must be > 0, got {tau}")
         if implementation not in IMPLEMENTATIONS:
@@ -105,6 +124,7 @@ class UniformAttention(MessagePassing):
         self.tau = tau
         self.stop_gradient = stop_gradient
         self.self_loops = self_loops
+        self.distributed = distributed
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
@@ -146,6 +166,17 @@ class UniformAttention(MessagePassing):
     ) -> Tensor:
         if keys is not None:
             return self._sampled_row_logsumexp(x, keys)
+        if is_distributed(self.distributed):
+            return row_logsumexp(
+                x,
+                inner_product(1.0 / self.tau),
+                self.distributed,
+                shard_of(x, min_total=1 if self.self_loops else 2),
+                self_loops=self.self_loops,
+                exclude_index=exclude_index,
+                stop_gradient=self.stop_gradient,
+                tile_size=self.tile_size,
+            )
         if edge_index is None and self.implementation == "triton":
             if exclude_index is not None:
                 raise ValueError("the Triton implementation does not take exclude_index")
@@ -159,11 +190,7 @@ class UniformAttention(MessagePassing):
             edge_index, _ = as_edge_index(edge_index, None, x.size(0))
             logits = edge_dot(x, keys, edge_index) / self.tau
             return scatter_logsumexp(logits, edge_index[1], x.size(0))
-        logits = self._dense_logits(x, keys, exclude_index)
-        # a row with every key masked would give a NaN gradient through logsumexp
-        has_keys = torch.isfinite(logits).any(1, keepdim=True)
-        lse = torch.logsumexp(logits.masked_fill(~has_keys, 0.0), dim=1)
-        return lse.masked_fill(~has_keys.view(-1), float("-inf"))
+        return masked_logsumexp(self._dense_logits(x, keys, exclude_index))
 
     def forward(
         self,
@@ -184,10 +211,19 @@ class UniformAttention(MessagePassing):
             if not self.stop_gradient:  # each key collects the anchors attending to it
                 transposed = torch.zeros_like(x).index_add_(0, keys, attn.T @ x)
         elif edge_index is None:
-            attn = torch.softmax(self._dense_logits(x, x, exclude_index), dim=1)
+            shard = None
+            if is_distributed(self.distributed):  # the keys of every rank, gathered
+                shard = shard_of(x, min_total=1 if self.self_loops else 2)
+            others = x if shard is None else gather_rows(x, shard, grad=False)
+            offset = 0 if shard is None else shard.offset
+            attn = torch.softmax(self._dense_logits(x, others, exclude_index, offset), dim=1)
             attn = torch.nan_to_num(attn) * weight[:, None]  # rows without keys -> 0
-            attended = attn @ x
-            transposed = attn.T @ x if not self.stop_gradient else None
+            attended = attn @ others
+            transposed = None
+            if not self.stop_gradient:  # what the anchors (of every rank) send each key
+                transposed = attn.T @ x
+                if shard is not None:
+                    transposed = all_reduce_sum(transposed)[offset : offset + shard.rows]
         else:
             edge_index, _ = as_edge_index(edge_index, None, x.size(0))
             dst = edge_index[1]
@@ -215,7 +251,14 @@ class UniformAttention(MessagePassing):
         exclude_index: Tensor | None,
         keys: Tensor | None = None,
     ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        check_features(x, min_rows=1 if self.self_loops or edge_index is not None else 2)
+        distributed = is_distributed(self.distributed)
+        if distributed and (edge_index is not None or keys is not None):
+            raise ValueError(
+                "distributed spans the complete affinity graph: pass no edge_index or keys"
+            )
+        # across ranks the row counts are checked together, by shard_of
+        min_rows = 0 if distributed else 1 if self.self_loops or edge_index is not None else 2
+        check_features(x, min_rows=min_rows)
         if keys is not None:
             if edge_index is not None or exclude_index is not None:
                 raise ValueError(
@@ -254,18 +297,17 @@ class UniformAttention(MessagePassing):
         lse = sampled_row_logsumexp(x, keys, self.tau, self.stop_gradient, self.self_loops)
         return lse + scale.to(lse.dtype)
 
-    def _dense_logits(self, x: Tensor, keys: Tensor, exclude_index: Tensor | None) -> Tensor:
-        logits = x @ keys.T / self.tau
-        mask = torch.zeros_like(logits, dtype=torch.bool)
-        if not self.self_loops:
-            mask.fill_diagonal_(True)
-        if exclude_index is not None:
-            mask[exclude_index[1], exclude_index[0]] = True
-        return logits.masked_fill(mask, float("-inf"))
+    def _dense_logits(
+        self, x: Tensor, keys: Tensor, exclude_index: Tensor | None, offset: int = 0
+    ) -> Tensor:
+        """Logits of the rows of ``x`` against ``keys``, among which ``x`` starts at row
+        ``offset``; self and excluded pairs ``-inf``."""
+        return masked_logits(x @ keys.T / self.tau, offset, self.self_loops, exclude_index)
 
     def __repr__(self) -> str:
         return (
             f"{self.__class__.__name__}(step={self.step}, tau={self.tau}, "
             f"stop_gradient={self.stop_gradient}, self_loops={self.self_loops}, "
-            f"implementation={self.implementation!r})"
+            f"implementation={self.implementation!r}"
+            + (f", distributed={self.distributed!r})" if self.distributed else ")")
         )
