@@ -63,7 +63,9 @@ ARGUMENT_ERRORS = [
 ]
 
 
-@pytest.mark.parametrize(("args", "named"), ARGUMENT_ERRORS, ids=" ".join)
+@pytest.mark.parametrize(
+    ("args", "named"), [pytest.param(*case, id=" ".join(case[0])) for case in ARGUMENT_ERRORS]
+)
 def test_argument_error_is_one_line_exit_2_nothing_written(tmp_path, args, named):
     out = tmp_path / "out"
     out.mkdir()
