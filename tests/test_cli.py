@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -56,3 +57,16 @@ def test_readme_quick_tour_runs():
     namespace: dict = {}
     exec(compile(code, "README.md", "exec"), namespace)
     assert float(namespace["loss"]) > 0 and namespace["x_next"].shape == (512, 64)
+
+
+def test_simulate_spectral_clustering_warns_nothing(tmp_path, capsys):
+    """Its clean SBM is disconnected on purpose: scikit-learn's notice about that is hidden."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert (
+            main(["simulate", "spectral-clustering", "--steps", "20", "--out", str(tmp_path)]) == 0
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "spectral-clustering.json",
+        "spectral-clustering.png",
+    ]
