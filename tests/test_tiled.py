@@ -1,5 +1,7 @@
 """Tiled (memory-bounded) computations equal the dense forms: values and gradients."""
 
+import inspect
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,7 +16,8 @@ from cl2gnn.losses import (
 )
 from cl2gnn.nn import UniformAttention
 from cl2gnn.nn import tiled as tiled_module
-from cl2gnn.nn.tiled import tiled_logsumexp
+from cl2gnn.nn import uniform as uniform_module
+from cl2gnn.nn.tiled import tiled_logsumexp, tiled_row_logsumexp
 
 from . import reference as ref
 
@@ -63,17 +66,30 @@ def test_tiled_energy_matches_bruteforce_reference():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
-def test_tiled_energy_low_precision(dtype):
-    x = F.normalize(torch.randn(300, 32, dtype=torch.float64), dim=1)
-    dense = UniformAttention(tau=0.1, implementation="dense")
-    tiled = UniformAttention(tau=0.1, implementation="tiled", tile_size=64)
-    vd, gd = value_and_grad(dense.energy, x)
-    vt, gt = value_and_grad(tiled.energy, x.to(dtype))
-    tol = 1e-5 if dtype == torch.float32 else 3e-2
-    assert torch.isfinite(gt).all()
-    vt, vd = float(vt.detach()), float(vd.detach())
-    assert abs(vt - vd) <= tol * abs(vd)
-    assert float((gt.double() - gd).norm() / gd.norm()) < tol * 5
+def test_tiled_log_partition_low_precision(dtype):
+    # Rows are multiplied in their dtype and reduced in float32. Against the float64
+    # log-partition of the same rounded rows, value and gradient then carry one rounding
+    # of the result to the dtype (unit roundoff u = eps / 2), the logits' rounding to the
+    # dtype before exp (up to u |S_ij| each, but independent across the N keys: about u in
+    # the norm) and the float32 reduction of N terms (at most N u_32). Reducing in the
+    # dtype instead adds a rounding per tile to the gradient, about 3 u: it fails.
+    n, tau, tile = 1024, 0.1, 32
+    u, u32 = torch.finfo(dtype).eps / 2, torch.finfo(torch.float32).eps / 2
+    tol = 2 * u + n * u32
+    x = F.normalize(torch.randn(n, 16, dtype=torch.float64), dim=1).to(dtype)
+    weight = torch.rand(n, dtype=torch.float64).to(dtype)
+
+    exact = x.double().requires_grad_(True)
+    logits = (exact @ exact.T / tau).masked_fill(torch.eye(n, dtype=torch.bool), float("-inf"))
+    lse_ref = torch.logsumexp(logits, dim=1)
+    (grad_ref,) = torch.autograd.grad(lse_ref, exact, grad_outputs=weight.double())
+
+    rows = x.clone().requires_grad_(True)
+    lse = tiled_row_logsumexp(rows, tau, tile_size=tile)
+    (grad,) = torch.autograd.grad(lse, rows, grad_outputs=weight)
+    assert lse.dtype == grad.dtype == dtype
+    assert float((lse.double() - lse_ref).norm() / lse_ref.norm()) <= tol
+    assert float((grad.double() - grad_ref).norm() / grad_ref.norm()) <= tol
 
 
 def test_auto_switches_to_tiled_and_rejects_asymmetric_exclusion():
@@ -94,22 +110,74 @@ def test_tiled_logsumexp_rows_without_keys_contribute_zero():
     assert float(value) == 0.0 and torch.equal(x.grad, torch.zeros_like(x))
 
 
+TILE = 4  # 22 rows in 6 tiles
+
+# (loss, the tiled path it takes): "rows" is _tiling.row_tiled_sum (dense pairwise
+# losses); "log-partition" is UniformAttention's tiled_row_logsumexp, which "auto" takes
+# from TILED_MIN_ROWS rows on (InfoNCE, the random-walk loss)
 LOSSES = [
-    lambda: InfoNCELoss(0.3),
-    lambda: KernelInfoNCELoss(1.0, 0.5),
-    lambda: KernelInfoNCELoss(0.5, 0.5, mixture="concat", mixture_form="kernel"),
-    lambda: KernelInfoNCELoss(1.0, 0.5, mixture="simple", mixture_form="loss"),
-    lambda: RandomWalkLoss(0.5),
-    lambda: RandomWalkLoss(0.5, form="squared"),
-    lambda: GeneralizedNTXentLoss(0.4),
+    pytest.param(lambda: InfoNCELoss(0.3), "log-partition", id="infonce"),
+    pytest.param(lambda: KernelInfoNCELoss(1.0, 0.5), "rows", id="kernel"),
+    pytest.param(
+        lambda: KernelInfoNCELoss(0.5, 0.5, mixture="concat", mixture_form="kernel"),
+        "rows",
+        id="kernel-concat-kernel",
+    ),
+    pytest.param(
+        lambda: KernelInfoNCELoss(1.0, 0.5, mixture="simple", mixture_form="loss"),
+        "rows",
+        id="kernel-simple-loss",
+    ),
+    pytest.param(lambda: RandomWalkLoss(0.5), "log-partition", id="random-walk"),
+    pytest.param(
+        lambda: RandomWalkLoss(0.5, form="squared"), "log-partition", id="random-walk-squared"
+    ),
+    pytest.param(lambda: GeneralizedNTXentLoss(0.4), "rows", id="generalized-ntxent"),
 ]
 
 
-@pytest.mark.parametrize("make", LOSSES)
-def test_row_tiled_losses_equal_untiled(make, monkeypatch):
+def spy_row_tiles(monkeypatch, tiles):
+    """Shrink row_tiled_sum's tiles to TILE and record each tile (one per checkpoint)."""
+    real = _tiling.checkpoint
+
+    def checkpoint(term, start, end, **kwargs):
+        tiles.append(1)
+        return real(term, start, end, **kwargs)
+
+    monkeypatch.setattr(_tiling, "checkpoint", checkpoint)
+    monkeypatch.setattr(_tiling, "TILE", TILE)
+
+
+def spy_tiled_log_partition(monkeypatch, tiles):
+    """Let "auto" take the tiled log-partition at any size, in tiles of TILE rows, and
+    record each call's number of row tiles."""
+    real = uniform_module.tiled_row_logsumexp
+    signature = inspect.signature(real)
+
+    def tiled_row_logsumexp(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.arguments["tile_size"] = TILE
+        tiles.append(-(-bound.arguments["x"].size(0) // TILE))
+        return real(*bound.args, **bound.kwargs)
+
+    monkeypatch.setattr(uniform_module, "tiled_row_logsumexp", tiled_row_logsumexp)
+    monkeypatch.setattr(uniform_module, "TILED_MIN_ROWS", 1)
+
+
+@pytest.mark.parametrize(("make", "path"), LOSSES)
+def test_row_tiled_losses_equal_untiled(make, path, monkeypatch):
     z1, z2 = torch.randn(11, 6, dtype=torch.float64), torch.randn(11, 6, dtype=torch.float64)
-    whole = value_and_grad(lambda a: make()(a, z2), z1)
-    monkeypatch.setattr(_tiling, "TILE", 4)  # 22 rows in 6 tiles
+    spy = spy_row_tiles if path == "rows" else spy_tiled_log_partition
+    with monkeypatch.context() as patch:  # the spy alone: whole rows, dense log-partition
+        untiled_tiles = []
+        spy(patch, untiled_tiles)
+        patch.setattr(_tiling, "TILE", 1024)
+        patch.setattr(uniform_module, "TILED_MIN_ROWS", 2048)
+        whole = value_and_grad(lambda a: make()(a, z2), z1)
+    tiled_tiles = []
+    spy(monkeypatch, tiled_tiles)
     tiled = value_and_grad(lambda a: make()(a, z2), z1)
+    assert untiled_tiles == []  # the reference did not take the tiled path...
+    assert sum(tiled_tiles) >= 6  # ...the tiled run did, 22 rows in tiles of 4
     assert torch.allclose(whole[0], tiled[0], atol=1e-12)
     assert torch.allclose(whole[1], tiled[1], atol=1e-12)
