@@ -3,10 +3,12 @@ alignment (--attention BETA), Kernel-InfoNCE (--kernel), kNN positives (--nn-pos
 
     python examples/simclr.py                          # digits, CPU, about 15 s
     python examples/simclr.py --dataset cifar10 --epochs 200 --batch-size 512 --out runs/simclr
+    torchrun --nproc_per_node=2 examples/simclr.py     # 2 processes, negatives from both
 """
 
 from __future__ import annotations
 
+from cl2gnn.distributed import MODES
 from cl2gnn.vision.experiment import common_parser, run
 from cl2gnn.vision.models import SSLNet
 from cl2gnn.vision.objectives import KERNELS, SimCLRObjective
@@ -37,6 +39,13 @@ def main(argv=None) -> dict:
     parser.add_argument("--attention", type=float, metavar="BETA", help="attention alignment")
     parser.add_argument("--kernel", choices=sorted(KERNELS), help="Kernel-InfoNCE kernel")
     parser.add_argument("--nn-positives", type=int, default=0, metavar="K")
+    parser.add_argument(
+        "--distributed",
+        choices=MODES,
+        default="gather",
+        help="under torchrun, how the negatives of every process's batch are used: "
+        "all-gathered keys, or keys passed round the processes (ring: less memory)",
+    )
     args = parser.parse_args(argv)
 
     def make_model(arch: str, channels: int) -> SSLNet:
@@ -44,7 +53,9 @@ def main(argv=None) -> dict:
         return SSLNet(arch, channels, proj_dims=proj)
 
     def make_objective(num_samples: int, dim: int) -> SimCLRObjective:
-        return SimCLRObjective(args.temperature, args.attention, args.kernel, args.nn_positives)
+        return SimCLRObjective(
+            args.temperature, args.attention, args.kernel, args.nn_positives, args.distributed
+        )
 
     return run(args, PER_DATASET, make_model, make_objective)
 

@@ -3,6 +3,7 @@
 
     python examples/simsiam.py                         # digits, CPU, about 15 s
     python examples/simsiam.py --dataset cifar10 --epochs 200 --multistage 2 --out runs/simsiam
+    torchrun --nproc_per_node=2 examples/simsiam.py   # 2 processes, global batch norm
 """
 
 from __future__ import annotations

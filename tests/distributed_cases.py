@@ -28,6 +28,8 @@ from cl2gnn.losses import (
 )
 from cl2gnn.nn import ContrastiveConv, UniformAttention
 
+from . import distributed_vision as vision
+
 f64 = torch.float64
 SIZES = {2: (5, 3), 3: (4, 1, 3)}  # samples per rank: uneven, one rank with a single sample
 MODES = ("gather", "ring")
@@ -283,5 +285,10 @@ def worker(rank: int, world: int, port: int, out_dir: str) -> None:
         for mode in MODES:
             results["ddp", name, mode] = ddp_step(local, mode, name)
     results["errors"] = bad_input_errors(rank)
+    views = vision.step_views()
+    for mode in MODES:
+        step_rows = sample_slice(vision.STEP_SIZES[world], rank)
+        results["ssl step", mode] = vision.ddp_ssl_step(views[step_rows], mode)
+    results["pipeline"] = vision.pipeline_records(rank, out_dir)
     torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
     dist.destroy_process_group()

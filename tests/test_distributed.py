@@ -17,6 +17,7 @@ import torch
 import torch.multiprocessing as mp
 
 from . import distributed_cases as cases
+from . import distributed_vision as vision
 
 WORLDS = sorted(cases.SIZES)
 
@@ -89,3 +90,70 @@ def test_without_a_process_group_a_mode_changes_nothing(name, mode):
     plain, moded = cases.evaluate(name, inputs, None), cases.evaluate(name, inputs, mode)
     assert torch.equal(plain["value"], moded["value"])
     assert all(torch.equal(plain["grads"][k], moded["grads"][k]) for k in plain["grads"])
+
+
+@pytest.mark.parametrize("mode", cases.MODES)
+def test_ssl_step_with_global_batch_norm_equals_single_process(ranks, mode):
+    """SSLNet (BN in backbone and projector) + SimCLR with nearest-neighbour positives from
+    the gathered batch, one DDP step: every parameter and BN buffer as on one process."""
+    world, results = ranks
+    expected = vision.ddp_ssl_step(vision.step_views(), None)
+    for r in range(world):
+        state = results[r]["ssl step", mode]
+        for key, value in expected.items():
+            assert torch.allclose(state[key].to(value.dtype), value, rtol=1e-10, atol=1e-10), (
+                key,
+                r,
+            )
+
+
+def test_pretrainer_shards_every_global_batch(ranks):
+    world, results = ranks
+    order = torch.Generator().manual_seed(3)
+    steps = vision.TRAIN_IMAGES // vision.BATCH
+    expected = [
+        batch
+        for _ in range(vision.EPOCHS)
+        for batch in torch.randperm(vision.TRAIN_IMAGES, generator=order)[
+            : steps * vision.BATCH
+        ].split(vision.BATCH)
+    ]
+    shards = [results[r]["pipeline"]["shards"] for r in range(world)]
+    assert all(len(s) == len(expected) for s in shards)
+    for step, batch in enumerate(expected):
+        parts = [shards[r][step] for r in range(world)]
+        assert all(len(p) == vision.BATCH // world for p in parts)  # equal shards
+        assert torch.equal(torch.cat(parts), batch)  # disjoint, and the whole batch
+
+
+def test_pretrainer_learning_rate_follows_the_global_batch(ranks):
+    world, results = ranks
+    for r in range(world):
+        lrs = results[r]["pipeline"]["base_lrs"]
+        assert lrs and all(lr == pytest.approx(0.3 * vision.BATCH / 256) for lr in lrs)
+
+
+def test_knn_monitor_across_ranks_equals_unsharded_monitor(ranks):
+    world, results = ranks
+    for r in range(world):
+        gathered, whole = results[r]["pipeline"]["features"]
+        assert torch.allclose(gathered, whole, atol=1e-5)
+        sharded, unsharded = results[r]["pipeline"]["monitor"]
+        assert sharded == unsharded
+    histories = [results[r]["pipeline"]["history"] for r in range(world)]
+    assert all(h == histories[0] for h in histories)  # one global loss, one monitor
+
+
+def test_resume_continues_exactly_and_rank_zero_writes(ranks):
+    """Bit for bit with two processes. With three, a float sum of three ranks depends on
+    its order, which follows DDP's gradient buckets, and DDP rebuilds them after its first
+    iteration, which a resumed run repeats: equal to float32 rounding then."""
+    world, results = ranks
+    for r in range(world):
+        whole, resumed = results[r]["pipeline"]["final"], results[r]["pipeline"]["resumed"]
+        for key in whole:
+            if world == 2:
+                assert torch.equal(whole[key], resumed[key]), (key, r)
+            else:
+                assert torch.allclose(whole[key].double(), resumed[key].double(), atol=1e-6)
+    assert results[0]["pipeline"]["files"] == ["checkpoint.pt"]

@@ -15,6 +15,7 @@ global energy's.
 """
 
 from .collectives import all_reduce_sum, gather_rows
+from .launch import init_from_env, launched_by_torchrun, rank_and_world, shutdown
 from .partition import inner_product, row_logsumexp
 from .ring import ring_row_logsumexp
 from .shard import MODES, Shard, check_mode, is_distributed, shard_of
@@ -25,9 +26,13 @@ __all__ = [
     "all_reduce_sum",
     "check_mode",
     "gather_rows",
+    "init_from_env",
     "inner_product",
     "is_distributed",
+    "launched_by_torchrun",
+    "rank_and_world",
     "ring_row_logsumexp",
     "row_logsumexp",
     "shard_of",
+    "shutdown",
 ]

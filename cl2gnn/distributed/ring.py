@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ..nn.tiled import _acc_dtype, _online_update, _ranges
+from .._blocks import acc_dtype, online_update, tile_ranges
 from .shard import Shard
 
 Kernel = Callable[[Tensor, Tensor], Tensor]  # (queries [a, d], keys [b, d]) -> logits [a, b]
@@ -69,7 +69,7 @@ def _masked(
 class _RingRowLogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, kernel, shard, self_loops, exclude, stop_gradient, tile):
-        acc = _acc_dtype(x.dtype)
+        acc = acc_dtype(x.dtype)
         n, longest = x.size(0), max(shard.sizes)
         running_max = torch.full((n,), float("-inf"), dtype=acc, device=x.device)
         running_sum = torch.zeros(n, dtype=acc, device=x.device)
@@ -78,12 +78,12 @@ class _RingRowLogSumExp(torch.autograd.Function):
             owner = (shard.rank - step) % shard.world_size
             last = step == shard.world_size - 1
             requests = [] if last else _pass_on([keys], [incoming])
-            for q0, q1 in _ranges(n, tile):
+            for q0, q1 in tile_ranges(n, tile):
                 m, s = running_max[q0:q1], running_sum[q0:q1]
-                for k0, k1 in _ranges(shard.sizes[owner], tile):
+                for k0, k1 in tile_ranges(shard.sizes[owner], tile):
                     logits = kernel(x[q0:q1], keys[k0:k1]).to(acc)
                     logits = _masked(logits, q0, k0, owner == shard.rank, self_loops, exclude)
-                    _online_update(m, s, logits, 1, inplace=True)
+                    online_update(m, s, logits, 1, inplace=True)
             _wait(requests)
             keys, incoming = incoming, keys
         lse = running_sum.log() + running_max  # -inf for a row without keys
@@ -95,7 +95,7 @@ class _RingRowLogSumExp(torch.autograd.Function):
     def backward(ctx, grad_lse):
         x, lse = ctx.saved_tensors
         kernel, shard, self_loops, exclude, stop_gradient, tile = ctx.settings
-        acc = _acc_dtype(x.dtype)
+        acc = acc_dtype(x.dtype)
         n, longest, d = x.size(0), max(shard.sizes), x.size(1)
         has_keys = torch.isfinite(lse)
         weight = torch.where(has_keys, grad_lse.to(acc), torch.zeros_like(lse))
@@ -108,8 +108,8 @@ class _RingRowLogSumExp(torch.autograd.Function):
             owner = (shard.rank - step) % shard.world_size
             last = step == shard.world_size - 1
             requests = [] if last else _pass_on([keys], [incoming])
-            for q0, q1 in _ranges(n, tile):
-                for k0, k1 in _ranges(shard.sizes[owner], tile):
+            for q0, q1 in tile_ranges(n, tile):
+                for k0, k1 in tile_ranges(shard.sizes[owner], tile):
                     with torch.enable_grad():
                         q = x[q0:q1].detach().requires_grad_()
                         k = keys[k0:k1].detach().requires_grad_(not stop_gradient)

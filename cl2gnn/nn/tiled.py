@@ -24,6 +24,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .._blocks import acc_dtype as _acc_dtype
+from .._blocks import online_update as _online_update
+from .._blocks import tile_ranges as _ranges
+
 MAX_LOGIT = 40  # exp(±40) and N·exp(40) are normal float32 numbers
 SAVED_BLOCKS_MAX_BYTES = 256 * 2**20  # exp blocks kept for the backward up to this size
 
@@ -32,14 +36,6 @@ def _bounded(x: Tensor, tau: float) -> bool:
     """Whether every logit satisfies ``|x_i·x_j/τ| <= MAX_LOGIT`` (Cauchy-Schwarz), so
     ``exp`` needs no shift."""
     return float(x.detach().norm(dim=1).max()) ** 2 / tau <= MAX_LOGIT
-
-
-def _acc_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.float64 if dtype == torch.float64 else torch.float32
-
-
-def _ranges(n: int, tile: int) -> list[tuple[int, int]]:
-    return [(s, min(s + tile, n)) for s in range(0, n, tile)]
 
 
 def _excluded_by_block(exclude: Tensor | None, n: int, tile: int) -> dict:
@@ -78,16 +74,6 @@ def _block_logits(queries, keys, rows, cols, acc, diagonal, self_loops, masked, 
         if diagonal:
             s[lj, li] = float("-inf")
     return s
-
-
-def _online_update(m: Tensor, s: Tensor, block: Tensor, dim: int, inplace: bool) -> None:
-    """Fold the exp-sums of ``block`` along ``dim`` into running max ``m`` and sum ``s``."""
-    new_max = torch.maximum(m, block.amax(dim))
-    safe = torch.where(torch.isfinite(new_max), new_max, torch.zeros_like(new_max))
-    shift = safe[:, None] if dim == 1 else safe[None, :]
-    shifted = block.sub_(shift) if inplace else block - shift
-    s.mul_(torch.exp(m - safe)).add_(shifted.exp_().sum(dim))
-    m.copy_(new_max)
 
 
 class _TiledRowLogSumExp(torch.autograd.Function):

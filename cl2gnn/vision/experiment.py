@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from ..distributed import init_from_env, shutdown
 from .augment import MultiViewAugment
 from .data import DATASETS, ImageSet, load_images
 from .models import ARCHS, SSLNet
@@ -83,8 +84,18 @@ def run(
     make_model: Callable[[str, int], SSLNet],
     make_objective: Callable[[int, int], torch.nn.Module],
 ) -> dict:
-    """Pre-train, monitor, write the outputs; returns the JSON summary."""
+    """Pre-train, monitor, write the outputs; returns the JSON summary. Under ``torchrun``
+    every process trains its shard of each global batch (``--batch-size`` is the global
+    batch) and rank 0 alone prints and writes."""
     apply_defaults(args, per_dataset)
+    device = init_from_env(args.device)
+    try:
+        return _run(args, device, make_model, make_objective)
+    finally:
+        shutdown()
+
+
+def _run(args, device: torch.device, make_model, make_objective) -> dict:
     train, test = load_split(args)
     config = PretrainConfig(
         epochs=args.epochs,
@@ -107,7 +118,7 @@ def run(
         test,
         augment_for(args.dataset, train.images),
         config,
-        args.device,
+        device,
         args.out,
     )
     if args.resume:
@@ -131,7 +142,10 @@ def run(
         "final_loss": history.losses[-1],
         "knn_k": config.knn_k,
         "knn_history": history.knn_accuracy,
+        "processes": trainer.world,
     }
+    if not trainer.main:
+        return summary
     if args.out:
         trainer.write_log(Path(args.out) / "log.json")
     if args.json:

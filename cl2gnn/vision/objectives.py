@@ -5,7 +5,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
+from ..distributed import gather_rows, is_distributed, shard_of
 from ..graphs import knn_graph, pair_graph
 from ..losses import (
     AttentionInfoNCELoss,
@@ -13,7 +15,14 @@ from ..losses import (
     KernelInfoNCELoss,
     MultiStageSimSiamLoss,
 )
+from ..losses._operators import uniform_attention
 from ..nn import MultiStageMemory
+
+
+def _full(x: Tensor) -> Tensor:
+    """Half-precision outputs (bf16 autocast) in float32 for the loss; others unchanged."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
 
 KERNELS = {
     "laplacian": {"gamma": 1.0},
@@ -25,7 +34,9 @@ KERNELS = {
 
 class SimCLRObjective(torch.nn.Module):
     """InfoNCE on two views; optionally attention alignment (``beta``), a Kernel-InfoNCE
-    kernel, or kNN positives within the batch (``nn_positives`` neighbours per view)."""
+    kernel, or kNN positives within the batch (``nn_positives`` neighbours per view).
+    ``distributed`` (``"gather"`` or ``"ring"``) takes the negatives, and the kNN
+    positives, from the global batch of every rank."""
 
     def __init__(
         self,
@@ -33,6 +44,7 @@ class SimCLRObjective(torch.nn.Module):
         attention: float | None = None,
         kernel: str | None = None,
         nn_positives: int = 0,
+        distributed: str | None = None,
     ) -> None:
         super().__init__()
         if (
@@ -45,19 +57,27 @@ class SimCLRObjective(torch.nn.Module):
             raise ValueError("choose at most one of attention, kernel and nn_positives")
         if kernel is not None and kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
-        self.nn_positives = nn_positives
+        self.nn_positives, self.temperature, self.distributed = (
+            nn_positives,
+            temperature,
+            distributed,
+        )
         if attention is not None:
-            self.loss = AttentionInfoNCELoss(temperature, beta=attention)
+            self.loss = AttentionInfoNCELoss(temperature, beta=attention, distributed=distributed)
         elif kernel is not None:
-            self.loss = KernelInfoNCELoss(temperature=temperature, **KERNELS[kernel])
+            self.loss = KernelInfoNCELoss(
+                temperature=temperature, distributed=distributed, **KERNELS[kernel]
+            )
         else:
-            self.loss = InfoNCELoss(temperature)
+            self.loss = InfoNCELoss(temperature, distributed=distributed)
 
     def forward(self, out1, out2, sample_id: Tensor) -> Tensor:
         (h1, z1, _), (h2, z2, _) = out1, out2
-        z1, z2 = z1.float(), z2.float()
+        z1, z2 = _full(z1), _full(z2)
         if isinstance(self.loss, AttentionInfoNCELoss):
-            return self.loss(z1, z2, h1=h1.float(), h2=h2.float())
+            return self.loss(z1, z2, h1=_full(h1), h2=_full(h2))
+        if self.nn_positives and is_distributed(self.distributed):
+            return self._global_nn_positives(torch.cat([z1, z2]))
         if self.nn_positives:
             x = torch.cat([z1, z2])
             graph = torch.cat(
@@ -70,6 +90,31 @@ class SimCLRObjective(torch.nn.Module):
             return self.loss(x, edge_index=graph)
         return self.loss(z1, z2)
 
+    def _global_nn_positives(self, x: Tensor) -> Tensor:
+        """InfoNCE with each view's ``nn_positives`` nearest neighbours in the gathered batch
+        of every rank as extra positives: the single-process objective on the union of the
+        ranks' batches, each rank returning ``world_size ×`` its anchors' share. The
+        positives' keys are gathered with autograd, so that a neighbour on another rank
+        receives its gradient; the log-partition uses the ``distributed`` mode."""
+        x = F.normalize(x, dim=1)
+        shard = shard_of(x, min_total=2)
+        keys = gather_rows(x, shard)
+        pairs = []  # each rank's two views, stacked [z1_r; z2_r] at its offset
+        for rank, size in enumerate(shard.sizes):
+            pairs.append(pair_graph(size // 2, 2, device=x.device) + sum(shard.sizes[:rank]))
+        neighbours = knn_graph(keys.detach(), self.nn_positives, backend="torch")
+        edge_index, weight = gcn_norm(  # Ā of the global augmentation graph
+            torch.cat([*pairs, neighbours], dim=1),
+            num_nodes=shard.total,
+            add_self_loops=False,
+            dtype=x.dtype,
+        )
+        mine = (edge_index[1] >= shard.offset) & (edge_index[1] < shard.offset + shard.rows)
+        source, target = edge_index[0, mine], edge_index[1, mine] - shard.offset
+        positive = (weight[mine] * (x[target] * keys[source]).sum(1)).sum() / self.temperature
+        lse = uniform_attention(self.temperature, self.distributed).row_logsumexp(x)
+        return (lse.sum() - positive) * (shard.world_size / shard.total)
+
 
 class SimSiamObjective(torch.nn.Module):
     """SimSiam's symmetric negative cosine; with ``memory`` the targets are multi-stage."""
@@ -80,7 +125,7 @@ class SimSiamObjective(torch.nn.Module):
 
     def forward(self, out1, out2, sample_id: Tensor) -> Tensor:
         (_, z1, p1), (_, z2, p2) = out1, out2
-        z1, z2, p1, p2 = z1.float(), z2.float(), p1.float(), p2.float()
+        z1, z2, p1, p2 = _full(z1), _full(z2), _full(p1), _full(p2)
         if self.multistage is not None:
             return self.multistage(p1, p2, z1, z2, sample_id)
         return -0.5 * (

@@ -1,6 +1,14 @@
 """Self-supervised pre-training loop: device-resident uint8 images, batched augmentations,
 SGD/LARS with warm-up + cosine, bf16 autocast, channels_last and ``torch.compile`` on CUDA,
-per-epoch checkpoints with exact resume, a kNN monitor, and a progress bar."""
+per-epoch checkpoints with exact resume, a kNN monitor, and a progress bar.
+
+Under a process group of ``P`` ranks (``torchrun``) the same loop is data-parallel: every
+rank draws the same global batch order and takes its ``1/P`` shard of each batch, augments
+it on its own device with its own generator, normalises batches over the global batch
+(:func:`~cl2gnn.distributed.batchnorm.convert_batchnorm`) and averages gradients with DDP;
+the objective sees global negatives through its ``distributed`` mode. The kNN monitor
+embeds a shard per rank and gathers the features; rank 0 writes the checkpoint (with every
+rank's augmentation generator, for an exact resume) and shows the progress bar."""
 
 from __future__ import annotations
 
@@ -10,8 +18,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from ..distributed import Shard, gather_rows, rank_and_world
+from ..distributed.batchnorm import convert_batchnorm
 from .augment import MultiViewAugment
 from .data import ImageSet
 from .knn_monitor import knn_accuracy
@@ -21,8 +33,8 @@ from .optim import build_optimizer, warmup_cosine
 @dataclass
 class PretrainConfig:
     epochs: int = 200
-    batch_size: int = 512
-    lr: float = 0.3  # per 256 images; scaled linearly with the batch size
+    batch_size: int = 512  # the global batch: split across the ranks of a process group
+    lr: float = 0.3  # per 256 images; scaled linearly with the (global) batch size
     weight_decay: float = 1e-4
     optimizer: str = "sgd"
     warmup_epochs: int = 10
@@ -60,12 +72,25 @@ class Pretrainer:
             raise ValueError(
                 f"batch size {config.batch_size} exceeds the {len(train)} training images"
             )
+        self.rank, self.world = rank_and_world()
+        if config.batch_size % self.world:
+            raise ValueError(
+                f"the batch size {config.batch_size} must be a multiple of the "
+                f"{self.world} processes (each takes an equal shard of every batch)"
+            )
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
         self.model, self.objective = model.to(self.device), objective.to(self.device)
+        if self.world > 1:
+            self.model = convert_batchnorm(self.model, self.device)
         if self.cuda and config.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
-        self.forward = torch.compile(self.model) if (config.compile and self.cuda) else self.model
+        trained = self.model
+        if self.world > 1:
+            trained = DistributedDataParallel(
+                self.model, device_ids=[self.device] if self.cuda else None
+            )
+        self.forward = torch.compile(trained) if (config.compile and self.cuda) else trained
         self.train_images = train.images.to(self.device)
         self.train_labels, self.test = train.labels, test
         self.augment, self.config = augment, config
@@ -74,8 +99,10 @@ class Pretrainer:
         )
         self.base_lrs = [g["lr"] for g in self.optimizer.param_groups]
         self.steps_per_epoch = len(train) // config.batch_size
-        self.order_gen = torch.Generator().manual_seed(config.seed)
-        self.augment_gen = torch.Generator(device=self.device).manual_seed(config.seed + 1)
+        self.order_gen = torch.Generator().manual_seed(config.seed)  # the same on every rank
+        self.augment_gen = torch.Generator(device=self.device).manual_seed(
+            config.seed + 1 + self.rank
+        )
         self.epoch, self.history = 0, History()
         self.out = Path(out) if out is not None else None
 
@@ -83,9 +110,16 @@ class Pretrainer:
     def device_name(self) -> str:
         return torch.cuda.get_device_name(self.device) if self.cuda else "cpu"
 
+    @property
+    def main(self) -> bool:
+        """Whether this process shows progress and writes files (rank 0)."""
+        return self.rank == 0
+
     def fit(self, progress: bool = True) -> History:
         c = self.config
-        bar = tqdm(range(self.epoch, c.epochs), desc="pretrain", disable=not progress)
+        bar = tqdm(
+            range(self.epoch, c.epochs), desc="pretrain", disable=not (progress and self.main)
+        )
         for _ in bar:
             start = time.perf_counter()
             loss = self.train_epoch()
@@ -112,11 +146,16 @@ class Pretrainer:
             for group, base in zip(self.optimizer.param_groups, self.base_lrs, strict=True):
                 group["lr"] = base * factor
             idx = perm[b * c.batch_size : (b + 1) * c.batch_size]
-            loss = self.train_step(idx)
+            shard = len(idx) // self.world  # this rank's part of the global batch
+            loss = self.train_step(idx[self.rank * shard : (self.rank + 1) * shard])
             losses.append(loss)
         if hasattr(self.objective, "end_epoch"):
             self.objective.end_epoch()
-        return float(torch.stack(losses).mean())
+        loss = torch.stack(losses).mean()
+        if self.world > 1:  # the ranks' values average to the global loss
+            dist.all_reduce(loss)
+            loss = loss / self.world
+        return float(loss)
 
     def train_step(self, idx: torch.Tensor) -> torch.Tensor:
         images = self.train_images[idx]
@@ -140,16 +179,24 @@ class Pretrainer:
 
     @torch.no_grad()
     def features(self, images: torch.Tensor, batch: int = 1024) -> torch.Tensor:
-        """Frozen backbone features of un-augmented images (normalised like training)."""
+        """Frozen backbone features of un-augmented images (normalised like training);
+        under a process group each rank embeds a contiguous shard and the features are
+        gathered, so every rank returns all of them."""
         self.model.eval()
+        sizes = [len(part) for part in torch.arange(len(images)).tensor_split(self.world)]
+        start = sum(sizes[: self.rank])
+        mine = images[start : start + sizes[self.rank]]
         out = []
-        for start in range(0, len(images), batch):
-            x = self.augment.evaluation_view(images[start : start + batch].to(self.device))
+        for first in range(0, len(mine), batch):
+            x = self.augment.evaluation_view(mine[first : first + batch].to(self.device))
             with torch.autocast(
                 self.device.type, dtype=torch.bfloat16, enabled=self.cuda and self.config.amp
             ):
                 out.append(self.model.backbone(x).float())
-        return torch.cat(out)
+        local = torch.cat(out) if out else torch.empty(0, self.model.feature_dim)
+        if self.world == 1:
+            return local
+        return gather_rows(local.to(self.device), Shard(self.rank, tuple(sizes)), grad=False)
 
     def knn_monitor(self) -> float:
         train = self.features(self.train_images)
@@ -158,13 +205,22 @@ class Pretrainer:
         return knn_accuracy(train, self.train_labels, test, self.test.labels, c.knn_k, c.knn_t)
 
     def save_checkpoint(self, path: Path) -> None:
+        """Written by rank 0 (a temporary file moved into place); the model, optimiser and
+        memory are the same on every rank, the augmentation generators are not: all are
+        kept."""
+        augment_states = [self.augment_gen.get_state().cpu()]
+        if self.world > 1:
+            augment_states = [None] * self.world
+            dist.all_gather_object(augment_states, self.augment_gen.get_state().cpu())
+        if not self.main:
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "model": self.model.state_dict(),
             "objective": self.objective.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "order_gen": self.order_gen.get_state(),
-            "augment_gen": self.augment_gen.get_state(),
+            "augment_gen": augment_states,
             "epoch": self.epoch,
             "history": asdict(self.history),
             "config": asdict(self.config),
@@ -175,13 +231,20 @@ class Pretrainer:
 
     def load_checkpoint(self, path: Path) -> None:
         state = torch.load(path, map_location=self.device, weights_only=False)
+        if len(state["augment_gen"]) != self.world:
+            raise ValueError(
+                f"{path} was written by {len(state['augment_gen'])} processes; resume it "
+                f"with as many (this run has {self.world})"
+            )
         self.model.load_state_dict(state["model"])
         self.objective.load_state_dict(state["objective"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.order_gen.set_state(state["order_gen"])
-        self.augment_gen.set_state(state["augment_gen"].to(self.augment_gen.get_state().device))
+        own = state["augment_gen"][self.rank]
+        self.augment_gen.set_state(own.to(self.augment_gen.get_state().device))
         self.epoch = state["epoch"]
         self.history = History(**state["history"])
 
     def write_log(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self.history), indent=1))
+        if self.main:
+            path.write_text(json.dumps(asdict(self.history), indent=1))
