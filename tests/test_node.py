@@ -120,7 +120,7 @@ def test_gat_encoder_and_bad_names(digits):
         train_node_model(digits, "byol", config, progress=False)
 
 
-@pytest.mark.parametrize("conv", ["gcn", "gat"])
+@pytest.mark.parametrize("conv", ["gcn", "sage", "gat"])
 def test_sparse_features_equal_the_masked_dense_path(conv):
     # a fixed sparse X with the column mask moved to the weight and the row mask to the
     # product: same outputs and gradients as the dense masked X
@@ -134,14 +134,14 @@ def test_sparse_features_equal_the_masked_dense_path(conv):
     assert isinstance(sparse, SparseFeatures) and torch.equal(sparse.to_dense(), x)
     encoder = GraphEncoder(40, 8, conv=conv).double()
     graph = encoder.propagation_graph(edge_index, 30)
-    if conv == "gcn":
+    if conv != "gat":
         graph = graph.to(torch.float64)
     outputs, grads = [], []
     masked = sparse.with_column_mask(mask).with_row_mask(rows)
     assert torch.equal(masked.to_dense(), rows[:, None] * x * mask)
     for features in (masked, rows[:, None] * x * mask):
         encoder.zero_grad()
-        out = encoder(features, graph, concat_layers=True)
+        out = encoder(features, graph, readout="concat")
         out.square().sum().backward()
         outputs.append(out)
         grads.append([p.grad.clone() for p in encoder.parameters()])

@@ -1,9 +1,13 @@
-"""Node-classification datasets through PyG, plus an embedded default that needs no download.
+"""Node-classification datasets: PyG's homophilous benchmarks, the heterophilous graphs of
+Platonov et al. with their standard splits, any ``.npz`` file in their format, and an
+embedded default that needs no download.
 
 A dataset root may hold PyG's raw files (e.g. ``$CL2GNN_DATA/planetoid/Cora/raw``). PyG
 writes ``processed/`` beside ``raw/``, so the raw files are first copied into a cache
 (``$CL2GNN_CACHE``, default ``~/.cache/cl2gnn``): a shared or read-only data root is never
-written to. Without local raw files PyG downloads into the cache.
+written to. Without local raw files PyG downloads into the cache. The heterophilous graphs
+are read in place (``$CL2GNN_DATA/heterophilous/<name>.npz``) or downloaded into the cache
+from Platonov et al.'s repository, where PyG's ``HeterophilousGraphDataset`` gets its files.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from torch_geometric.data import Data
 
 from .._paths import cache_dir
 from ..graphs import knn_graph
-from .names import DATASETS, EMBEDDED
+from .names import DATASETS, EMBEDDED, HETEROPHILOUS
+from .npz_graph import read_npz_graph
 
 # name -> (PyG class, root sub-folder under CL2GNN_DATA, folder of the raw files in a root)
 _PYG = {
@@ -34,18 +39,29 @@ _PYG = {
 
 
 def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
-    """A PyG ``Data`` with ``x``, ``edge_index``, ``y`` (and Planetoid's public masks).
+    """A PyG ``Data`` with ``x``, ``edge_index``, ``y`` (and Planetoid's public masks, or a
+    heterophilous graph's splits as ``[N, splits]`` masks).
 
     Args:
-        name: one of :data:`DATASETS` (case-insensitive).
-        root: a folder holding the dataset (``<root>/<Name>/raw``, WikiCS: ``<root>/raw``);
-            default ``$CL2GNN_DATA/<planetoid|amazon|coauthor|wikics>``, else download.
+        name: one of :data:`DATASETS` (case-insensitive; ``_`` for ``-`` accepted), or the
+            path of a ``.npz`` file in Platonov et al.'s format (see :mod:`.npz_graph`).
+        root: a folder holding the dataset (``<root>/<Name>/raw``, WikiCS: ``<root>/raw``,
+            heterophilous graphs: ``<root>/<name>.npz``); default
+            ``$CL2GNN_DATA/<planetoid|amazon|coauthor|wikics|heterophilous>``, else download.
     """
-    canonical = {n.lower(): n for n in DATASETS}.get(name.lower())
+    if name.endswith(".npz"):
+        if not Path(name).is_file():
+            raise ValueError(f"dataset file {name} does not exist")
+        return read_npz_graph(name)
+    canonical = {n.lower(): n for n in DATASETS}.get(name.lower().replace("_", "-"))
     if canonical is None:
-        raise ValueError(f"unknown dataset {name!r}; choose from {', '.join(DATASETS)}")
+        raise ValueError(
+            f"unknown dataset {name!r}; choose from {', '.join(DATASETS)} or give a .npz path"
+        )
     if canonical == EMBEDDED:
         return digits_knn_graph()
+    if canonical in HETEROPHILOUS:
+        return heterophilous_graph(canonical, root)
     import torch_geometric.datasets as pyg_datasets
 
     cls_name, sub, folder = _PYG[canonical]
@@ -63,13 +79,36 @@ def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
         else:
             dataset = cls(str(staged), canonical)
     except OSError as error:  # no local raw files and no way to download them
-        raise RuntimeError(
+        raise OSError(
             f"{canonical}: no raw files under {source or 'the data root'} and the download "
             f"failed ({error}); pass --root or set CL2GNN_DATA"
         ) from error
     data = dataset[0]
     data.name = canonical
     return data
+
+
+def heterophilous_graph(name: str, root: str | None = None) -> Data:
+    """One of :data:`~cl2gnn.node.names.HETEROPHILOUS` from ``<root>/<file>.npz`` (default
+    root ``$CL2GNN_DATA/heterophilous``), else downloaded into the cache."""
+    from torch_geometric.data import download_url
+    from torch_geometric.datasets import HeterophilousGraphDataset
+
+    filename = name.replace("-", "_") + ".npz"
+    if root is None and os.environ.get("CL2GNN_DATA"):
+        root = str(Path(os.environ["CL2GNN_DATA"]) / "heterophilous")
+    path = Path(root) / filename if root else None
+    if path is None or not path.is_file():
+        path = cache_dir() / "heterophilous" / filename
+        if not path.is_file():
+            try:
+                download_url(f"{HeterophilousGraphDataset.url}/{filename}", str(path.parent))
+            except OSError as error:
+                raise OSError(
+                    f"{name}: no {filename} under {root or 'the data root'} and the download "
+                    f"failed ({error}); pass --root or set CL2GNN_DATA"
+                ) from error
+    return read_npz_graph(path, name)
 
 
 def digits_knn_graph(k: int = 10) -> Data:

@@ -4,7 +4,11 @@
   cross-validation on the training nodes;
 * ``gca``: random 10 % train / 10 % validation / 80 % test, test accuracy at the ``C`` with
   the best validation accuracy;
-* ``public``: Planetoid's public split (20 per class / 500 / 1,000), ``C`` by validation.
+* ``public``: Planetoid's public split (20 per class / 500 / 1,000), ``C`` by validation;
+* ``splits``: the dataset's own splits (``[N, splits]`` masks, e.g. the 10 geom-gcn splits of
+  the heterophilous graphs), split ``seed`` for seed ``seed``, ``C`` by validation.
+
+The score is the accuracy, or for two classes the ROC-AUC (:func:`metric_for`), in percent.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import get_scorer
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
 from torch import Tensor
 from torch_geometric.data import Data
 
@@ -25,15 +31,41 @@ from .names import PROTOCOLS
 C_GRID = 2.0 ** np.arange(-6, 11, 2)
 
 
+METRICS = ("accuracy", "roc_auc")
+
+
+def metric_for(y: Tensor) -> str:
+    """``"roc_auc"`` for two classes (as Platonov et al. report minesweeper), else
+    ``"accuracy"``."""
+    return "roc_auc" if int(y.max()) + 1 == 2 else "accuracy"
+
+
+def num_splits(data: Data) -> int:
+    """How many splits the dataset ships as ``[N, splits]`` masks (0 if none)."""
+    mask = getattr(data, "train_mask", None)
+    return mask.size(1) if mask is not None and mask.dim() == 2 else 0
+
+
+def default_protocol(data: Data) -> str:
+    """``splits`` where the dataset ships splits, else ``grace``."""
+    return "splits" if num_splits(data) else "grace"
+
+
 def make_split(protocol: str, data: Data, seed: int) -> tuple[Tensor, Tensor | None, Tensor]:
     """``(train, validation or None, test)`` node indices."""
     n = data.num_nodes
+    name = getattr(data, "name", "this dataset")
+    masks = [getattr(data, key, None) for key in ("train_mask", "val_mask", "test_mask")]
     if protocol == "public":
-        if not hasattr(data, "train_mask") or data.train_mask is None:
-            raise ValueError(f"{getattr(data, 'name', 'this dataset')} has no public split")
-        return tuple(
-            torch.nonzero(m).view(-1) for m in (data.train_mask, data.val_mask, data.test_mask)
-        )
+        if masks[0] is None or masks[0].dim() != 1:
+            raise ValueError(f"{name} has no public split")
+        return tuple(torch.nonzero(m).view(-1) for m in masks)
+    if protocol == "splits":
+        if not num_splits(data):
+            raise ValueError(f"{name} ships no splits; use the grace, gca or public protocol")
+        if not 0 <= seed < num_splits(data):
+            raise ValueError(f"{name} ships {num_splits(data)} splits; split {seed} does not exist")
+        return tuple(torch.nonzero(m[:, seed]).view(-1) for m in masks)
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol must be one of {PROTOCOLS}, got {protocol!r}")
     perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
@@ -58,13 +90,18 @@ def probe_scores(
     seed: int = 0,
     scaling: str = "l2",
     c_grid: np.ndarray = C_GRID,
+    metric: str = "accuracy",
 ) -> dict[str, float]:
-    """``{"validation", "test"}`` accuracies in percent of a logistic regression on the
-    embeddings, L2-normalised by default (``scaling="standard"``: zero mean, unit variance
-    per feature; ``"none"``), ``C`` from ``c_grid`` chosen by validation or, without a
+    """``{"validation", "test"}`` scores in percent (``metric``: ``"accuracy"``, or
+    ``"roc_auc"`` for two classes) of a logistic regression on the embeddings,
+    L2-normalised by default (``scaling="standard"``: zero mean, unit variance per feature;
+    ``"none"``), ``C`` from ``c_grid`` chosen by the validation score or, without a
     validation set, 5-fold CV (then ``"validation"`` is the best cross-validated score)."""
     if scaling not in FEATURE_SCALINGS:
         raise ValueError(f"scaling must be one of {FEATURE_SCALINGS}, got {scaling!r}")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    score = get_scorer(metric)
     train, val, test = split
     feats = embeddings.float().cpu()
     if scaling == "l2":
@@ -73,29 +110,32 @@ def probe_scores(
     if scaling == "standard":
         feats = StandardScaler().fit_transform(feats)
     labels = y.cpu().numpy()
-    with warnings.catch_warnings():
+    # one BLAS thread: beside torch's OpenMP workers, multi-threaded BLAS made these
+    # small fits about 8x slower on a 2-core machine
+    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
         warnings.simplefilter("ignore", ConvergenceWarning)
         if val is None:
             folds = min(5, int(np.bincount(labels[train]).min()))
             search = GridSearchCV(
                 _classifier(1.0),
                 {"C": c_grid},
+                scoring=score,
                 cv=StratifiedKFold(max(folds, 2), shuffle=True, random_state=seed),
             )
             search.fit(feats[train], labels[train])
             model, val_score = search.best_estimator_, search.best_score_
         else:
             fitted = [_classifier(c).fit(feats[train], labels[train]) for c in c_grid]
-            scores = [m.score(feats[val], labels[val]) for m in fitted]
+            scores = [score(m, feats[val], labels[val]) for m in fitted]
             model, val_score = fitted[int(np.argmax(scores))], max(scores)
     return {
         "validation": 100.0 * float(val_score),
-        "test": 100.0 * float(model.score(feats[test], labels[test])),
+        "test": 100.0 * float(score(model, feats[test], labels[test])),
     }
 
 
 def probe_accuracy(embeddings: Tensor, y: Tensor, split, seed: int = 0, **probe) -> float:
-    """Test accuracy in percent of :func:`probe_scores` (same options)."""
+    """Test score in percent of :func:`probe_scores` (same options; accuracy by default)."""
     return probe_scores(embeddings, y, split, seed, **probe)["test"]
 
 

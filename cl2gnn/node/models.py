@@ -1,5 +1,5 @@
 """GRACE's encoder (two graph convolutions, the first to twice the hidden width) and its
-projection head, with a GAT option."""
+projection head, with GAT and GraphSAGE options and three read-outs for the probe."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ import warnings
 
 import torch
 from torch import Tensor
-from torch_geometric.nn import GATConv, GCNConv
+from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
-from torch_geometric.utils import spmm, to_torch_csr_tensor
+from torch_geometric.utils import degree, spmm, to_torch_csr_tensor
 
 from .features import SparseFeatures
-from .names import ENCODERS
+from .names import EMBEDDINGS, ENCODERS
 
 ACTIVATIONS = {
     "relu": torch.nn.ReLU,
@@ -23,7 +23,12 @@ ACTIVATIONS = {
 
 
 class GraphEncoder(torch.nn.Module):
-    """``act(conv2(act(conv1(x))))`` with ``conv1: in -> 2·hidden``, ``conv2: -> hidden``."""
+    """``act(conv2(act(conv1(x))))`` with ``conv1: in -> 2·hidden``, ``conv2: -> hidden``.
+
+    ``conv="sage"`` is GraphSAGE's convolution, ``W_self h_i + W_nbr mean_{j∈N(i)} h_j``:
+    each node's own features keep their own weights beside the neighbours' mean (the
+    ego/neighbour separation of heterophily-aware GNNs), where GCN averages them together.
+    """
 
     def __init__(
         self, in_dim: int, hidden: int, activation: str = "relu", conv: str = "gcn", heads: int = 4
@@ -31,15 +36,18 @@ class GraphEncoder(torch.nn.Module):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        if conv not in ENCODERS:
+            raise ValueError(f"encoder must be one of {ENCODERS}, got {conv!r}")
         self.kind = conv
         if conv == "gcn":  # normalised once per view by propagation_graph, then SpMM
             self.conv1 = GCNConv(in_dim, 2 * hidden, normalize=False)
             self.conv2 = GCNConv(2 * hidden, hidden, normalize=False)
-        elif conv == "gat":
+        elif conv == "sage":  # "sum" over the row-normalised adjacency: the neighbours' mean
+            self.conv1 = SAGEConv(in_dim, 2 * hidden, aggr="sum")
+            self.conv2 = SAGEConv(2 * hidden, hidden, aggr="sum")
+        else:
             self.conv1 = GATConv(in_dim, 2 * hidden // heads, heads=heads)
             self.conv2 = GATConv(2 * hidden, hidden, heads=1)
-        else:
-            raise ValueError(f"encoder must be one of {ENCODERS}, got {conv!r}")
         self.act1, self.act2 = ACTIVATIONS[activation](), ACTIVATIONS[activation]()
 
     def reset_parameters(self) -> None:
@@ -47,11 +55,15 @@ class GraphEncoder(torch.nn.Module):
         self.conv2.reset_parameters()
 
     def propagation_graph(self, edge_index: Tensor, num_nodes: int) -> Tensor:
-        """What the convolutions consume: for GCN the normalised ``Â = D^-½(A+I)D^-½`` as a
-        CSR ``adj_t`` (one SpMM per layer), for GAT the ``edge_index`` itself."""
+        """What the convolutions consume, as a CSR ``adj_t`` (one SpMM per layer): for GCN
+        the normalised ``Â = D^-½(A+I)D^-½``, for GraphSAGE the row-normalised ``D^-1 A``
+        (a node without neighbours aggregates zeros); for GAT the ``edge_index`` itself."""
         if self.kind == "gat":
             return edge_index
-        edge_index, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+        if self.kind == "gcn":
+            edge_index, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+        else:
+            weight = 1.0 / degree(edge_index[1], num_nodes)[edge_index[1]]
         with warnings.catch_warnings():  # torch's "sparse CSR is beta" notices
             warnings.simplefilter("ignore", UserWarning)
             return to_torch_csr_tensor(edge_index.flip(0), weight, size=(num_nodes, num_nodes))
@@ -61,18 +73,29 @@ class GraphEncoder(torch.nn.Module):
             return self.conv1(x, graph)
         if self.kind == "gat":
             return self.conv1(x.to_dense(), graph)
+        if self.kind == "sage":  # W_nbr (Ā X) + b + W_self X with the fixed sparse X
+            conv = self.conv1
+            neighbours = spmm(graph, x.matmul(conv.lin_l.weight.T)) + conv.lin_l.bias
+            return neighbours + x.matmul(conv.lin_r.weight.T)
         # GCNConv's Â (X W) + b with the fixed sparse X (its column mask moved to W)
         return spmm(graph, x.matmul(self.conv1.lin.weight.T)) + self.conv1.bias
 
-    def forward(
-        self, x: Tensor | SparseFeatures, graph: Tensor, concat_layers: bool = False
-    ) -> Tensor:
-        """``graph``: the output of :meth:`propagation_graph`. With ``concat_layers`` the
-        output is both layers' outputs side by side (jumping-knowledge concatenation,
-        ``[N, 3·hidden]``), an embedding for the probe."""
+    def forward(self, x: Tensor | SparseFeatures, graph: Tensor, readout: str = "last") -> Tensor:
+        """``graph``: the output of :meth:`propagation_graph`. ``readout`` (an embedding for
+        the probe): ``"last"`` the last layer ``[N, hidden]``; ``"concat"`` both layers side
+        by side (jumping-knowledge concatenation, ``[N, 3·hidden]``); ``"layers"`` every layer,
+        the input features included, each row scaled to unit length so that no layer
+        outweighs the others by its scale (``[N, in + 3·hidden]``)."""
+        if readout not in EMBEDDINGS:
+            raise ValueError(f"readout must be one of {EMBEDDINGS}, got {readout!r}")
         first = self.act1(self._first_conv(x, graph))
         last = self.act2(self.conv2(first, graph))
-        return torch.cat([first, last], dim=-1) if concat_layers else last
+        if readout == "last":
+            return last
+        if readout == "concat":
+            return torch.cat([first, last], dim=-1)
+        x = x.to_dense() if isinstance(x, SparseFeatures) else x
+        return torch.cat([torch.nn.functional.normalize(h, dim=-1) for h in (x, first, last)], -1)
 
 
 class ProjectionHead(torch.nn.Module):

@@ -36,5 +36,7 @@ SAMPLED_KEYS_METHODS = ("grace", "neighbors", "homophily", "multistage", "knn")
 # splits: the dataset's own shipped splits (C on their validation nodes)
 PROTOCOLS = ("grace", "gca", "public", "splits")
 
-ENCODERS = ("gcn", "gat")
-EMBEDDINGS = ("last", "concat")  # the probe reads the last layer, or both (jumping knowledge)
+ENCODERS = ("gcn", "sage", "gat")
+# what the probe reads: the last layer, both layers (jumping knowledge), or every layer with
+# the input features, each unit-normalised
+EMBEDDINGS = ("last", "concat", "layers")

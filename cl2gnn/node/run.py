@@ -1,4 +1,5 @@
-"""Train with several seeds and evaluate every requested protocol on the same embeddings."""
+"""Train with several seeds and evaluate every requested protocol on the same embeddings,
+optionally beside the trivial baselines on the same splits."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ from tqdm.auto import tqdm
 
 from .config import default_config
 from .datasets import load_node_dataset
-from .evaluate import make_split, probe_accuracy
+from .evaluate import default_protocol, make_split, metric_for, num_splits, probe_accuracy
 from .train import train_node_model
+
+# the baselines a method must beat (DESIGN §5): the probe on the raw features (the same
+# L2-normalised probe as the embeddings, and the standardised one of §5), and the encoder
+# with the method's configuration and read-out at its random initialisation
+BASELINES = ("raw features", "raw features, standardised", "untrained encoder")
 
 
 def peak_rss_mb() -> float:
@@ -21,11 +27,23 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+def _summary(scores: list[float], metric: str) -> dict:
+    summary = {
+        "metric": metric,
+        "score_mean": float(np.mean(scores)),
+        "score_std": float(np.std(scores)),
+        "scores": scores,
+    }
+    if metric == "accuracy":
+        summary |= {"accuracy_mean": summary["score_mean"], "accuracy_std": summary["score_std"]}
+    return summary
+
+
 def run_node(
     dataset: str,
     method: str = "grace",
-    protocols: tuple[str, ...] = ("grace",),
-    seeds: int = 10,
+    protocols: tuple[str, ...] | None = None,
+    seeds: int | None = None,
     epochs: int | None = None,
     root: str | None = None,
     device: str = "cpu",
@@ -33,35 +51,63 @@ def run_node(
     encoder: str | None = None,
     embedding: str | None = None,
     hidden: int | None = None,
+    baselines: bool = False,
     **overrides,
 ) -> list[dict]:
-    """One result dict per protocol: accuracies in percent, mean ± std over the seeds.
-    ``hidden`` sets the encoder and head widths; ``overrides`` are further
-    :class:`NodeConfig` fields (``None`` keeps the dataset's default)."""
+    """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
+    classes), mean ± std over the seeds. ``protocols`` default to ``("splits",)`` where the
+    dataset ships splits, else ``("grace",)``; ``seeds`` to the number of shipped splits
+    under ``splits`` (seed ``i`` trains on split ``i``), else 10. ``hidden`` sets the
+    encoder and head widths; ``overrides`` are further :class:`NodeConfig` fields
+    (``None`` keeps the dataset's default). ``baselines`` adds each of :data:`BASELINES`,
+    scored on the same splits, under ``"baselines"``."""
+    data = load_node_dataset(dataset, root)
+    protocols = tuple(protocols or (default_protocol(data),))
+    if seeds is None:
+        seeds = num_splits(data) if "splits" in protocols else 10
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
-    data = load_node_dataset(dataset, root)
+    if "splits" in protocols and seeds > num_splits(data):
+        raise ValueError(
+            f"seeds: {data.name} ships {num_splits(data)} splits, one per seed; got {seeds} seeds"
+        )
     changes = {"epochs": epochs, "encoder": encoder, "embedding": embedding, "hidden": hidden}
     changes = {"proj_hidden": hidden, **changes, **overrides}
     config = default_config(data.name).with_overrides(**changes)
-    scores = {p: [] for p in protocols}
+    metric = metric_for(data.y)
+    rows = (method, *BASELINES) if baselines else (method,)
+    scores = {(p, row): [] for p in protocols for row in rows}
     epoch_ms, final_losses = [], []
     for seed in tqdm(range(seeds), desc=f"{data.name} {method}", disable=not progress):
         result = train_node_model(data, method, config, seed, device, progress=False)
         epoch_ms.append(result.epoch_ms)
         final_losses.append(result.losses[-1])
+        embeddings = {method: result.embeddings}
+        if baselines:
+            untrained = config.with_overrides(epochs=0)
+            embeddings["untrained encoder"] = train_node_model(
+                data, method, untrained, seed, device, progress=False
+            ).embeddings
         for protocol in protocols:
             split = make_split(protocol, data, seed)
-            scores[protocol].append(probe_accuracy(result.embeddings, data.y, split, seed))
+            probe = {"seed": seed, "metric": metric}
+            for row, features in embeddings.items():
+                scores[protocol, row].append(probe_accuracy(features, data.y, split, **probe))
+            if baselines:
+                scores[protocol, "raw features"].append(
+                    probe_accuracy(data.x, data.y, split, **probe)
+                )
+                scores[protocol, "raw features, standardised"].append(
+                    probe_accuracy(data.x, data.y, split, scaling="standard", **probe)
+                )
     device_name = torch.cuda.get_device_name() if str(device).startswith("cuda") else "cpu"
-    return [
-        {
+    results = []
+    for protocol in protocols:
+        result = {
             "dataset": data.name,
             "method": method,
             "protocol": protocol,
-            "accuracy_mean": float(np.mean(acc)),
-            "accuracy_std": float(np.std(acc)),
-            "accuracies": acc,
+            **_summary(scores[protocol, method], metric),
             "seeds": seeds,
             "epoch_ms": float(np.mean(epoch_ms)),
             "epochs": config.epochs,
@@ -70,20 +116,28 @@ def run_node(
             "device": device_name,
             "config": config.as_dict(),
         }
-        for protocol, acc in scores.items()
-    ]
+        if baselines:
+            result["baselines"] = {
+                row: _summary(scores[protocol, row], metric) for row in BASELINES
+            }
+        results.append(result)
+    return results
 
 
 def format_table(results: list[dict]) -> str:
+    """The results (and their baselines, if any) as a plain-text table."""
     header = (
-        f"{'dataset':12s} {'method':12s} {'protocol':8s} {'accuracy (%)':>16s} "
+        f"{'dataset':18s} {'method':26s} {'protocol':8s} {'metric':8s} {'score (%)':>14s} "
         f"{'seeds':>5s} {'ms/epoch':>9s}"
     )
     lines = [header, "-" * len(header)]
     for r in results:
-        acc = f"{r['accuracy_mean']:.2f} ± {r['accuracy_std']:.2f}"
-        lines.append(
-            f"{r['dataset']:12s} {r['method']:12s} {r['protocol']:8s} {acc:>16s} "
-            f"{r['seeds']:>5d} {r['epoch_ms']:>9.1f}"
-        )
+        rows = [(r["method"], r, f"{r['epoch_ms']:>9.1f}")]
+        rows += [(name, b, f"{'':>9s}") for name, b in r.get("baselines", {}).items()]
+        for name, row, ms in rows:
+            score = f"{row['score_mean']:.2f} ± {row['score_std']:.2f}"
+            lines.append(
+                f"{r['dataset']:18s} {name:26s} {r['protocol']:8s} {r['metric']:8s} "
+                f"{score:>14s} {r['seeds']:>5d} {ms}"
+            )
     return "\n".join(lines)

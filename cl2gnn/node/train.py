@@ -78,7 +78,8 @@ def train_node_model(
     of the projections and encoder outputs (e.g. a baseline to compare against; the
     parameters of a ``torch.nn.Module`` objective are trained with the encoder).
     ``snapshot_every > 0`` also keeps the embeddings after every that many epochs (to
-    choose a training length on validation nodes)."""
+    choose a training length on validation nodes). With ``config.epochs == 0`` the
+    embeddings are the encoder's at its seeded initialisation (a baseline)."""
     if snapshot_every < 0:
         raise ValueError(f"snapshot_every must be >= 0, got {snapshot_every}")
     if config.embedding not in EMBEDDINGS:
@@ -120,7 +121,7 @@ def train_node_model(
         model.eval()
         with torch.no_grad():
             graph = model.propagation_graph(edge_index, n)
-            return model(x, graph, concat_layers=config.embedding == "concat").cpu()
+            return model(x, graph, readout=config.embedding).cpu()
 
     losses, seconds, snapshots = [], [], {}
     bar = tqdm(range(config.epochs), desc=f"{method} seed {seed}", disable=not progress)
@@ -143,5 +144,6 @@ def train_node_model(
         if snapshot_every and (epoch + 1) % snapshot_every == 0:
             snapshots[epoch + 1] = embed()
     warm = seconds[1:] if len(seconds) > 1 else seconds  # the first epoch pays one-off costs
+    epoch_ms = 1000.0 * float(np.mean(warm)) if warm else 0.0  # epochs=0: the untrained encoder
     final = snapshots[config.epochs] if config.epochs in snapshots else embed()
-    return TrainResult(final, losses, 1000.0 * float(np.mean(warm)), snapshots)
+    return TrainResult(final, losses, epoch_ms, snapshots)
