@@ -60,7 +60,7 @@ def _node(args: argparse.Namespace) -> int:
     results = run_node(
         args.dataset,
         args.method,
-        (args.protocol,),
+        (args.protocol,) if args.protocol else None,
         args.seeds,
         args.epochs,
         args.root,
@@ -69,17 +69,17 @@ def _node(args: argparse.Namespace) -> int:
         encoder=args.encoder,
         embedding=args.embedding,
         hidden=args.hidden,
+        baselines=args.baselines,
         neighbor_weight=args.neighbor_weight,
         clusters=args.clusters,
-        normalize_features=args.normalize_features or None,
+        normalize_features=args.normalize_features,
         num_keys=args.num_keys,
         swa_start=args.swa_start,
         mask_nodes=tuple(args.mask_nodes) if args.mask_nodes else None,
     )
     print(format_table(results))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(results[0], indent=2))
+        _cli.write_text_atomic(args.json, json.dumps(results[0], indent=2))
     return 0
 
 
@@ -98,7 +98,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .node import DATASETS, EMBEDDED, EMBEDDINGS, METHODS, PROTOCOLS
+    from .node.names import DATASETS, EMBEDDED, EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
 
     parser = _cli.ArgumentParser(
         prog="cl2gnn",
@@ -124,60 +124,97 @@ def build_parser() -> argparse.ArgumentParser:
         "node",
         help="node-level contrastive learning + logistic-regression evaluation",
         description="Train a GRACE-style encoder with a cl2gnn objective for several seeds "
-        "and report frozen-embedding accuracy (percent, mean ± std over the seeds).",
+        "and report the frozen embeddings' probe score (accuracy, or ROC-AUC for two "
+        "classes; percent, mean ± std over the seeds).",
     )
-    node.add_argument("--dataset", default=EMBEDDED, help=f"one of {', '.join(DATASETS)}")
-    node.add_argument("--root", help="dataset root (default: $CL2GNN_DATA/<family>, else download)")
+    node.add_argument(
+        "--dataset",
+        default=EMBEDDED,
+        help=f"one of {', '.join(DATASETS)}, or PATH.npz (a graph in the heterophilous "
+        "graphs' format: node_features, node_labels, edges, train/val/test_masks)",
+    )
+    node.add_argument(
+        "--root",
+        type=_cli.existing_path,
+        help="dataset root (default: $CL2GNN_DATA/<family>, else download)",
+    )
     node.add_argument("--method", default="grace", choices=METHODS)
-    node.add_argument("--protocol", default="grace", choices=PROTOCOLS)
-    node.add_argument("--seeds", type=int, default=10)
-    node.add_argument("--epochs", type=int, help="override the dataset's default")
-    node.add_argument("--encoder", choices=("gcn", "gat"), help="default: gcn")
-    node.add_argument("--hidden", type=int, help="encoder output width (default: the dataset's)")
+    node.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        help="default: splits where the dataset ships splits (its own train/val/test "
+        "masks, one seed per split), else grace",
+    )
+    node.add_argument(
+        "--seeds",
+        type=_cli.positive_int,
+        help="default: one per shipped split under the splits protocol, else 10",
+    )
+    node.add_argument("--epochs", type=_cli.positive_int, help="override the dataset's default")
+    node.add_argument("--encoder", choices=ENCODERS, help="default: the dataset's")
+    node.add_argument(
+        "--hidden", type=_cli.positive_int, help="encoder output width (default: the dataset's)"
+    )
     node.add_argument(
         "--embedding",
         choices=EMBEDDINGS,
-        help="probe the last layer (default) or both layers side by side (concat)",
+        help="what the probe reads: the last layer, both layers side by side (concat), or "
+        "every layer with the input features, each unit-normalised (layers); default: the "
+        "dataset's",
+    )
+    node.add_argument(
+        "--baselines",
+        action="store_true",
+        help="also score, on the same splits, the probe on the raw features and the "
+        "encoder at its random initialisation",
     )
     node.add_argument(
         "--neighbor-weight",
-        type=float,
+        type=_cli.positive_float,
         help="weight of graph-neighbour positives, methods 'neighbors' and 'homophily' "
         "(default: 1)",
     )
     node.add_argument(
         "--clusters",
-        type=int,
+        type=_cli.positive_int,
         help="k-means centroids that decide which neighbours stay positive, method "
         "'homophily' (default: 10)",
     )
-    node.add_argument(
+    features = node.add_mutually_exclusive_group()
+    features.add_argument(
         "--normalize-features",
         action="store_true",
-        help="row-normalise the features, as the GRACE/GCA code does (default: raw)",
+        default=None,
+        help="row-normalise the features, as the GRACE/GCA code does",
+    )
+    features.add_argument(
+        "--raw-features",
+        dest="normalize_features",
+        action="store_false",
+        help="feed the features as they are (default: the dataset's choice)",
     )
     node.add_argument(
         "--num-keys",
-        type=int,
+        type=_cli.positive_int,
         help="InfoNCE's uniformity term over this many views drawn per step "
-        "(faster, approximate; default: all, exact)",
+        "(faster, approximate; default: the dataset's)",
     )
     node.add_argument(
         "--swa-start",
-        type=int,
+        type=_cli.positive_int,
         help="embed with the running mean of the encoder's weights from this epoch on "
         "(stochastic weight averaging; default: the last weights)",
     )
     node.add_argument(
         "--mask-nodes",
-        type=float,
+        type=_cli.probability,
         nargs=2,
         metavar=("P1", "P2"),
         help="fraction of the nodes whose whole feature row each view zeroes "
         "(GraphMAE's masking, contrasted; default: 0 0)",
     )
-    node.add_argument("--device", default="cpu")
-    node.add_argument("--json", help="write the result to this JSON file")
+    node.add_argument("--device", type=_cli.device, default="cpu")
+    node.add_argument("--json", type=_cli.output_file, help="write the result to this JSON file")
     node.add_argument("--no-progress", action="store_true")
     node.set_defaults(func=_node)
 
