@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import torch
@@ -13,7 +14,7 @@ from .shard import Shard
 
 
 def _scaled_inner(scale: float, queries: Tensor, keys: Tensor) -> Tensor:
-    return queries @ keys.T * scale
+    return (queries * scale) @ keys.T  # scaled on the n × d side, not the n × N one
 
 
 def inner_product(scale: float) -> Kernel:
@@ -56,19 +57,27 @@ def masked_logits(
     logits: Tensor, offset: int, self_loops: bool, exclude_index: Tensor | None
 ) -> Tensor:
     """``-inf`` on the self pairs (row ``i``'s own key is column ``offset + i``) unless
-    ``self_loops``, and on the ``(key, anchor)`` pairs of ``exclude_index``."""
-    mask = torch.zeros_like(logits, dtype=torch.bool)
+    ``self_loops``, and on the ``(key, anchor)`` pairs of ``exclude_index``; a new tensor
+    (the kernel's backward may need its output), written by index, without an ``n × N``
+    mask."""
+    rows, cols = [], []
     if not self_loops:
-        rows = torch.arange(logits.size(0), device=logits.device)
-        mask[rows, rows + offset] = True
+        diagonal = torch.arange(logits.size(0), device=logits.device)
+        rows, cols = [diagonal], [diagonal + offset]
     if exclude_index is not None:
-        mask[exclude_index[1], exclude_index[0] + offset] = True
-    return logits.masked_fill(mask, float("-inf"))
+        rows.append(exclude_index[1])
+        cols.append(exclude_index[0] + offset)
+    if not rows:
+        return logits
+    return logits.index_put((torch.cat(rows), torch.cat(cols)), logits.new_tensor(-math.inf))
 
 
 def masked_logsumexp(logits: Tensor) -> Tensor:
     """Row-wise ``logsumexp``, ``-inf`` (with a zero gradient, not NaN) for a row whose
     every key is masked."""
+    lse = torch.logsumexp(logits, dim=1)
+    if bool(torch.isfinite(lse).all()):  # the usual case: one pass, no extra copies
+        return lse
     has_keys = torch.isfinite(logits).any(1, keepdim=True)
     lse = torch.logsumexp(logits.masked_fill(~has_keys, 0.0), dim=1)
     return lse.masked_fill(~has_keys.view(-1), float("-inf"))
