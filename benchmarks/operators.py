@@ -25,26 +25,31 @@ keys against the exact loss, alternating in rounds (best and median).
 ``scale`` (for a GPU): the log-partition's forward + backward at large N for the torch tiled
 and the Triton implementations, peak device memory, and the multiply-add rate against the
 same device's square-GEMM rate in the same dtype (the roofline).
-Each prints a Markdown table; results also go to ``--json``.
+Each prints a Markdown table; results also go to ``--json``. torch loads once the options
+have passed their checks, in the functions that use it, so that ``--help`` and an argument
+error answer at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import time
+from typing import TYPE_CHECKING
 
-import torch
-import torch.nn.functional as F
+from cl2gnn import _cli
 
-from cl2gnn.node.run import peak_rss_mb
+if TYPE_CHECKING:
+    import torch
 
 DIM = 128
 TAU = 0.5
+IMPLS = ("tiled", "triton")  # the log-partition's implementations that ``scale`` compares
 
 
 def rss_mb() -> float:
@@ -55,6 +60,9 @@ def rss_mb() -> float:
 def grace_chunked_loss(z1: torch.Tensor, z2: torch.Tensor, tau: float, chunk: int = 1024):
     """The "batched" GRACE loss: anchors in chunks, but autograd keeps every chunk's
     exp-similarity matrices, so backward still holds O(N²) memory."""
+    import torch
+    import torch.nn.functional as F
+
     z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
 
     def semi(a, b):
@@ -74,6 +82,7 @@ def grace_chunked_loss(z1: torch.Tensor, z2: torch.Tensor, tau: float, chunk: in
 
 def infonce_worker(impl: str, n: int, repeats: int) -> dict:
     from cl2gnn.losses import info_nce
+    from cl2gnn.node.run import peak_rss_mb
 
     z1, z2 = two_views(n, DIM)
     if impl in ("dense", "tiled"):
@@ -158,6 +167,7 @@ def timed(fn, *args, **kwargs):
 
 
 def run_knn(sizes, dim: int, k: int) -> list[dict]:
+    import torch
     from sklearn.neighbors import NearestNeighbors
 
     from cl2gnn.graphs import faiss_available, knn_graph
@@ -209,10 +219,12 @@ def knn_table(rows: list[dict]) -> str:
 
 
 def run_fullgraph(nodes: int, dim: int) -> dict:
+    import torch
     from torch_geometric.utils import to_undirected
 
     from cl2gnn.losses import info_nce
     from cl2gnn.node.models import GraphEncoder, ProjectionHead
+    from cl2gnn.node.run import peak_rss_mb
     from cl2gnn.node.train import augment
 
     torch.manual_seed(0)
@@ -242,6 +254,8 @@ def run_fullgraph(nodes: int, dim: int) -> dict:
 
 def run_gemm(n: int, d: int, tile: int, repeats: int = 20) -> list[dict]:
     """The tiled loss's inner product ``tile × d @ d × n`` in fp32 and bf16."""
+    import torch
+
     rows = []
     for dtype in (torch.float32, torch.bfloat16):
         a, b = torch.randn(tile, d, dtype=dtype), torch.randn(d, n, dtype=dtype)
@@ -269,6 +283,9 @@ def best_median_ms(step, repeats: int) -> dict:
 
 
 def run_saved(n: int, d: int, tau: float, rounds: int = 3, repeats: int = 15) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+
     from cl2gnn.nn import tiled
 
     budget = tiled.SAVED_BLOCKS_MAX_BYTES
@@ -289,6 +306,8 @@ def run_saved(n: int, d: int, tau: float, rounds: int = 3, repeats: int = 15) ->
 
 
 def two_views(n: int, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    import torch
+
     generator = torch.Generator().manual_seed(0)
     return tuple(torch.randn(n // 2, d, generator=generator).requires_grad_(True) for _ in "ab")
 
@@ -326,11 +345,15 @@ def run_spectral(n: int, d: int, rounds: int = 3, repeats: int = 15) -> list:
 
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
+        import torch
+
         torch.cuda.synchronize(device)
 
 
 def gemm_rate(device: torch.device, dtype: torch.dtype, size: int = 8192) -> float:
     """Multiply-adds per second of a square ``size³`` GEMM: the roofline of the loss."""
+    import torch
+
     a = torch.randn(size, size, device=device, dtype=dtype)
     torch.mm(a, a)
     _sync(device)
@@ -342,6 +365,9 @@ def gemm_rate(device: torch.device, dtype: torch.dtype, size: int = 8192) -> flo
 
 
 def run_scale(sizes, dim: int, dtype: str, impls, tile: int, device: str) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+
     from cl2gnn.nn import tiled
     from cl2gnn.nn.tiled_triton import triton_row_logsumexp
 
@@ -392,48 +418,84 @@ def main() -> None:
         impl, n, repeats = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
         print(json.dumps(infonce_worker(impl, n, repeats)))
         return
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    _cli.quiet_pyg_warning()
+    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="bench", required=True)
+    views = _cli.int_range(2)  # two views of N / 2 samples
     p = sub.add_parser("infonce")
-    p.add_argument("--sizes", type=int, nargs="+", default=[2048, 4096, 8192, 16384, 32768, 65536])
-    p.add_argument("--repeats", type=int, default=2)
-    p.add_argument("--budget-gb", type=float, default=16.0)
+    p.add_argument(
+        "--sizes",
+        type=views,
+        nargs="+",
+        default=[2048, 4096, 8192, 16384, 32768, 65536],
+    )
+    p.add_argument("--repeats", type=_cli.non_negative_int, default=2, help="after a warm-up")
+    p.add_argument("--budget-gb", type=_cli.positive_float, default=16.0)
     p = sub.add_parser("knn")
-    p.add_argument("--sizes", type=int, nargs="+", default=[10000, 50000])
-    p.add_argument("--dim", type=int, default=64)
-    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--sizes", type=_cli.positive_int, nargs="+", default=[10000, 50000])
+    p.add_argument("--dim", type=_cli.positive_int, default=64)
+    p.add_argument("--k", type=_cli.positive_int, default=10)
     p = sub.add_parser("gemm")
-    p.add_argument("--n", type=int, default=5416)
-    p.add_argument("--dim", type=int, default=DIM)
-    p.add_argument("--tile", type=int, default=1024)
+    p.add_argument("--n", type=_cli.positive_int, default=5416)
+    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
+    p.add_argument("--tile", type=_cli.positive_int, default=1024)
     p = sub.add_parser("saved")
-    p.add_argument("--n", type=int, default=5416)
-    p.add_argument("--dim", type=int, default=DIM)
-    p.add_argument("--tau", type=float, default=0.4)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--n", type=_cli.positive_int, default=5416)
+    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
+    p.add_argument("--tau", type=_cli.positive_float, default=0.4)
+    p.add_argument("--rounds", type=_cli.positive_int, default=3)
     p = sub.add_parser("keys")
-    p.add_argument("--n", type=int, default=5416)
-    p.add_argument("--dim", type=int, default=DIM)
-    p.add_argument("--tau", type=float, default=0.4)
-    p.add_argument("--keys", type=int, nargs="+", default=[64, 256, 1024])
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--n", type=views, default=5416)
+    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
+    p.add_argument("--tau", type=_cli.positive_float, default=0.4)
+    p.add_argument("--keys", type=_cli.positive_int, nargs="+", default=[64, 256, 1024])
+    p.add_argument("--rounds", type=_cli.positive_int, default=3)
     p = sub.add_parser("spectral")
-    p.add_argument("--n", type=int, default=5416)
-    p.add_argument("--dim", type=int, default=DIM)
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--n", type=views, default=5416)
+    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
+    p.add_argument("--rounds", type=_cli.positive_int, default=3)
     p = sub.add_parser("scale")
-    p.add_argument("--sizes", type=int, nargs="+", default=[65536, 262144, 1048576])
-    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--sizes", type=_cli.positive_int, nargs="+", default=[65536, 262144, 1048576])
+    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
     p.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16", "float16"])
-    p.add_argument("--impls", nargs="+", default=["tiled", "triton"])
-    p.add_argument("--tile", type=int, default=8192)
-    p.add_argument("--device", default="cuda")
+    p.add_argument("--impls", nargs="+", choices=IMPLS, default=list(IMPLS))
+    p.add_argument("--tile", type=_cli.positive_int, default=8192)
+    p.add_argument("--device", type=_cli.device, default="cuda")
     p = sub.add_parser("fullgraph")
-    p.add_argument("--nodes", type=int, default=65536)
-    p.add_argument("--dim", type=int, default=DIM)
+    p.add_argument("--nodes", type=_cli.positive_int, default=65536)
+    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
     for p in sub.choices.values():
-        p.add_argument("--json")
+        p.add_argument("--json", type=_cli.output_file)
     args = parser.parse_args()
+    check(sub.choices[args.bench], args)
+    with _cli.user_errors(sub.choices[args.bench].prog):
+        run(args)
+
+
+def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse, before torch loads, what the options' types cannot see alone."""
+    if args.bench == "knn" and args.k >= min(args.sizes):
+        parser.error(
+            f"argument --k: must be below the smallest of --sizes ({min(args.sizes)}), got {args.k}"
+        )
+    rows = 2 * (getattr(args, "n", 0) // 2)  # the two views' rows: --n rounded down to even
+    if args.bench == "keys" and max(args.keys) >= rows:
+        parser.error(
+            f"argument --keys: each must be below the {rows} rows of --n {args.n} (all of "
+            f"them is the exact loss, timed anyway), got {max(args.keys)}"
+        )
+    if args.bench == "scale" and "triton" in args.impls:
+        if importlib.util.find_spec("triton") is None:
+            parser.error("argument --impls: triton is not installed; use --impls tiled")
+        if not args.device.startswith("cuda") and os.environ.get("TRITON_INTERPRET") != "1":
+            parser.error("argument --impls: triton needs --device cuda (or TRITON_INTERPRET=1)")
+
+
+def run(args: argparse.Namespace) -> None:
+    import torch
+
+    if args.bench == "scale":  # before any work
+        _cli.check_device(args.device)
     torch.set_grad_enabled(True)
     if args.bench == "infonce":
         rows = run_infonce(args.sizes, args.repeats, args.budget_gb)
@@ -481,8 +543,7 @@ def main() -> None:
         text = "\n".join(f"- {k}: {v}" for k, v in rows.items())
     print(text)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        _cli.write_text_atomic(args.json, json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
