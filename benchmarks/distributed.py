@@ -3,6 +3,7 @@ per rank for cl2gnn's ``distributed="gather"`` and ``"ring"`` and lightly's
 ``NTXentLoss(gather_distributed=True)``, side by side (gloo on the CPU, NCCL on CUDA).
 
     python benchmarks/distributed.py --procs 1 2 4 --views 8192 32768 131072
+    python benchmarks/distributed.py --procs 4 --views 131072 --methods ring --merge
 
 Every (method, P, N) runs in fresh processes (so that each rank's peak RSS is its own):
 ``N`` views in all (``N / 2P`` samples per rank, two views each), ``d`` features, one
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import re
 import resource
@@ -25,7 +27,7 @@ import statistics
 import time
 from datetime import timedelta
 
-from _results import save_table  # benchmarks/ is the script's folder, on sys.path
+from _results import RESULTS_DIR, save_table  # benchmarks/ is the script's folder
 
 from cl2gnn import _cli
 
@@ -52,6 +54,7 @@ def _loss_fn(method: str, distributed: bool):
 
 
 def _worker(rank, world, port, method, views, dim, repeats, device, queue):
+    _cli.quiet_pyg_warning()  # a spawned process: main() has not run here
     import torch
     import torch.distributed as dist
 
@@ -129,6 +132,11 @@ def main() -> None:
     parser.add_argument("--budget-gb", type=_cli.positive_float, default=16.0)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--name", default="distributed_infonce", help="results file name")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the rows of the results file that this run does not measure again",
+    )
     args = parser.parse_args()
     check(parser, args)
     with _cli.user_errors(parser.prog):
@@ -150,8 +158,29 @@ def check(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
         parser.error("argument --methods: lightly is not installed (pip install lightly)")
 
 
+def kept_rows(path) -> list[list]:
+    """The rows of the results file ``path`` (``--merge``), read before any measurement so
+    that a file that is not such a table fails at once (``ValueError`` naming it)."""
+    try:
+        rows = json.loads(path.read_text())["rows"]
+        return [row for row in rows if row[2] in METHODS and len(row) == 5]
+    except (ValueError, KeyError, IndexError, TypeError) as error:
+        raise ValueError(f"{path}: cannot merge its rows (--merge): {error!r}") from None
+
+
+def merged(kept: list[list], rows: list[list]) -> list[list]:
+    """``rows`` with the ``kept`` rows that they do not measure again (same N, P, method)."""
+    measured_now = {tuple(row[:3]) for row in rows}
+    return sorted(
+        [row for row in kept if tuple(row[:3]) not in measured_now] + rows,
+        key=lambda row: (row[0], row[1], METHODS.index(row[2])),
+    )
+
+
 def run(args: argparse.Namespace) -> None:
     _cli.check_device(args.device)
+    results = RESULTS_DIR / f"{args.name}.json"
+    kept = kept_rows(results) if args.merge and results.exists() else []
     if args.device == "cuda":  # rank r runs on cuda:r
         import torch
 
@@ -175,6 +204,8 @@ def run(args: argparse.Namespace) -> None:
             if "ring" in measured and "gather" in measured:
                 ratio = measured["ring"] / measured["gather"]
                 print(f"N={views} P={world}: ring / gather = {ratio:.2f}")
+    if args.merge:
+        rows = merged(kept, rows)
     save_table(
         args.name,
         "Scale",
