@@ -20,20 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
-from cl2gnn.vision.augment import MultiViewAugment
-from cl2gnn.vision.data import ImageSet
-from cl2gnn.vision.experiment import (
-    KNN_K,
-    apply_defaults,
-    augment_for,
-    common_parser,
-    load_split,
-)
-from cl2gnn.vision.models import SSLNet
-from cl2gnn.vision.objectives import SimCLRObjective
-from cl2gnn.vision.train import PretrainConfig, Pretrainer
+from cl2gnn import _cli  # torch-free: torch and the vision modules load once the options pass
+from cl2gnn.vision.experiment import KNN_K, augment_for, default_device, load_split
+from cl2gnn.vision.names import ARCHS, DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
@@ -49,6 +38,8 @@ VARIANTS = {
 
 
 def device_name(device: str) -> str:
+    import torch
+
     if device.startswith("cuda"):
         return torch.cuda.get_device_name()
     import platform
@@ -60,6 +51,14 @@ def device_name(device: str) -> str:
 
 
 def throughput(arch: str, batch_size: int, steps: int, device: str, compile_: bool) -> dict:
+    import torch
+
+    from cl2gnn.vision.augment import MultiViewAugment
+    from cl2gnn.vision.data import ImageSet
+    from cl2gnn.vision.models import SSLNet
+    from cl2gnn.vision.objectives import SimCLRObjective
+    from cl2gnn.vision.train import PretrainConfig, Pretrainer
+
     gen = torch.Generator().manual_seed(0)
     images = torch.randint(
         0, 256, (batch_size * (steps + 2), 3, 32, 32), generator=gen, dtype=torch.uint8
@@ -101,8 +100,12 @@ def load_example(script: str):
 
 def untrained(dataset: str, extra: list[str]) -> dict:
     """kNN accuracy of the backbone as the examples initialise it (same seed), before training."""
-    args, _ = common_parser("", {}).parse_known_args(["--dataset", dataset, *extra])
-    apply_defaults(args, load_example("simclr").PER_DATASET)
+    import torch
+
+    from cl2gnn.vision.models import SSLNet
+    from cl2gnn.vision.train import PretrainConfig, Pretrainer
+
+    _, args = load_example("simclr").parse(["--dataset", dataset, *extra])
     train, test = load_split(args)
     torch.manual_seed(args.seed)
     model = SSLNet(args.arch, train.images.size(1))  # the backbone is built first: same weights
@@ -119,32 +122,60 @@ def untrained(dataset: str, extra: list[str]) -> dict:
     }
 
 
+def variant_args(dataset: str, epochs: int, flags: list[str], extra: list[str]) -> list[str]:
+    return ["--dataset", dataset, "--epochs", str(epochs), "--no-progress", *flags, *extra]
+
+
+def check_variants(prog: str, dataset: str, epochs: int, extra: list[str]) -> str | None:
+    """Parse every variant's command line with its example's checks, so that a bad
+    ``--extra`` fails at once (``prog: error: ...``), not after the variants before it;
+    returns the ``--device`` given in ``--extra`` (None: none given)."""
+    device = None
+    for script, flags in VARIANTS.values():
+        _, parsed = load_example(script).parse(
+            variant_args(dataset, epochs, flags, extra), prog=prog
+        )
+        device = parsed.device
+    return device
+
+
 def variants(dataset: str, epochs: int, extra: list[str]) -> list[dict]:
     rows = [untrained(dataset, extra)]
     for name, (script, flags) in VARIANTS.items():
-        args = ["--dataset", dataset, "--epochs", str(epochs), "--no-progress", *flags, *extra]
-        result = load_example(script).main(args)
+        result = load_example(script).main(variant_args(dataset, epochs, flags, extra))
         rows.append({"variant": name, **{k: v for k, v in result.items() if k != "knn_history"}})
         print(rows[-1], file=sys.stderr, flush=True)
     return rows
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    _cli.quiet_pyg_warning()
+    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="bench", required=True)
     p = sub.add_parser("throughput")
-    p.add_argument("--arch", default="resnet18")
-    p.add_argument("--batch-size", type=int, default=512)
-    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--arch", default="resnet18", choices=ARCHS)
+    # SimCLR's negatives are the batch's other images: two at least
+    p.add_argument("--batch-size", type=_cli.int_range(2), default=512)
+    p.add_argument("--steps", type=_cli.positive_int, default=20)
     p.add_argument("--compile", action="store_true")
     p = sub.add_parser("variants")
-    p.add_argument("--dataset", default="cifar10")
-    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--dataset", default="cifar10", choices=DATASETS)
+    p.add_argument("--epochs", type=_cli.positive_int, default=10)
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="passed to the examples")
     for p in sub.choices.values():
-        p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-        p.add_argument("--json")
+        p.add_argument("--device", type=_cli.device, help="default: cuda where available")
+        p.add_argument("--json", type=_cli.output_file)
     args = parser.parse_args()
+    prog = sub.choices[args.bench].prog
+    if args.bench == "variants":  # --extra's --device wins, as in the examples
+        args.device = check_variants(prog, args.dataset, args.epochs, args.extra) or args.device
+    with _cli.user_errors(prog):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
+    args.device = args.device or default_device()
+    _cli.check_device(args.device)
     if args.bench == "throughput":
         row = throughput(args.arch, args.batch_size, args.steps, args.device, args.compile)
         rows = [row]
@@ -163,7 +194,7 @@ def main() -> None:
         text = "\n".join(lines)
     print(text)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        _cli.write_text_atomic(args.json, json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

@@ -8,10 +8,12 @@ alignment (--attention BETA), Kernel-InfoNCE (--kernel), kNN positives (--nn-pos
 
 from __future__ import annotations
 
-from cl2gnn.distributed import MODES
-from cl2gnn.vision.experiment import common_parser, run
-from cl2gnn.vision.models import SSLNet
-from cl2gnn.vision.objectives import KERNELS, SimCLRObjective
+import argparse
+from collections.abc import Sequence
+
+from cl2gnn import _cli  # torch-free: torch loads once the options are checked
+from cl2gnn.vision.experiment import common_parser, parse_args, run
+from cl2gnn.vision.names import DISTRIBUTED_MODES, KERNELS
 
 PER_DATASET = {
     "digits": {
@@ -33,31 +35,65 @@ PER_DATASET = {
 }
 
 
-def main(argv=None) -> dict:
-    parser = common_parser(__doc__.split("\n\n")[0], {})
-    parser.add_argument("--temperature", type=float, help="default: 0.2 digits, 0.5 images")
-    parser.add_argument("--attention", type=float, metavar="BETA", help="attention alignment")
+def parse(
+    argv: Sequence[str] | None = None, prog: str | None = None
+) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The checked options (an error exits with one line, status 2, before torch loads)."""
+    # a batch of one image has no negatives: the loss is 0 whatever the encoder
+    parser = common_parser(__doc__.split("\n\n")[0], min_batch=2, prog=prog)
+    parser.add_argument(
+        "--temperature", type=_cli.positive_float, help="default: 0.2 digits, 0.5 images"
+    )
+    parser.add_argument(
+        "--attention",
+        type=_cli.non_negative_float,
+        metavar="BETA",
+        help="attention alignment of sharpness BETA (0: plain InfoNCE)",
+    )
     parser.add_argument("--kernel", choices=sorted(KERNELS), help="Kernel-InfoNCE kernel")
-    parser.add_argument("--nn-positives", type=int, default=0, metavar="K")
+    parser.add_argument(
+        "--nn-positives",
+        type=_cli.non_negative_int,
+        default=0,
+        metavar="K",
+        help="each view's K nearest views in the batch as extra positives",
+    )
     parser.add_argument(
         "--distributed",
-        choices=MODES,
+        choices=DISTRIBUTED_MODES,
         default="gather",
         help="under torchrun, how the negatives of every process's batch are used: "
         "all-gathered keys, or keys passed round the processes (ring: less memory)",
     )
-    args = parser.parse_args(argv)
-
-    def make_model(arch: str, channels: int) -> SSLNet:
-        proj = (512, 128) if arch == "convnet" else (2048, 128)
-        return SSLNet(arch, channels, proj_dims=proj)
-
-    def make_objective(num_samples: int, dim: int) -> SimCLRObjective:
-        return SimCLRObjective(
-            args.temperature, args.attention, args.kernel, args.nn_positives, args.distributed
+    args = parse_args(parser, argv, PER_DATASET)
+    if (args.attention is not None) + (args.kernel is not None) + (args.nn_positives > 0) > 1:
+        parser.error("choose at most one of --attention, --kernel and --nn-positives")
+    views = 2 * min(args.batch_size, args.subset or args.batch_size)
+    if args.nn_positives >= views:
+        parser.error(
+            f"argument --nn-positives: must be below the {views} views of a batch "
+            f"({views // 2} images, two views each), got {args.nn_positives}"
         )
+    return parser, args
 
-    return run(args, PER_DATASET, make_model, make_objective)
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    _cli.quiet_pyg_warning()
+    parser, args = parse(argv)
+    with _cli.user_errors(parser.prog):
+        from cl2gnn.vision.models import SSLNet
+        from cl2gnn.vision.objectives import SimCLRObjective
+
+        def make_model(arch: str, channels: int) -> SSLNet:
+            proj = (512, 128) if arch == "convnet" else (2048, 128)
+            return SSLNet(arch, channels, proj_dims=proj)
+
+        def make_objective(num_samples: int, dim: int) -> SimCLRObjective:
+            return SimCLRObjective(
+                args.temperature, args.attention, args.kernel, args.nn_positives, args.distributed
+            )
+
+        return run(args, PER_DATASET, make_model, make_objective)
 
 
 if __name__ == "__main__":

@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from cl2gnn.nn import MultiStageMemory
-from cl2gnn.vision.experiment import common_parser, run
-from cl2gnn.vision.models import SSLNet
-from cl2gnn.vision.objectives import SimSiamObjective
+import argparse
+from collections.abc import Sequence
+
+from cl2gnn import _cli  # torch-free: torch loads once the options are checked
+from cl2gnn.vision.experiment import common_parser, parse_args, run
 
 PER_DATASET = {
     "digits": {"arch": "convnet", "epochs": 20, "batch_size": 256, "lr": 0.4, "weight_decay": 5e-4},
@@ -25,33 +26,75 @@ PER_DATASET = {
 }
 
 
-def main(argv=None) -> dict:
-    parser = common_parser(__doc__.split("\n\n")[0], {})
-    parser.add_argument("--multistage", type=int, default=0, metavar="S")
-    parser.add_argument("--warmup-stages", type=int, help="default: a quarter of the epochs")
+def stages(text: str) -> int:
+    """An argparse type: 0 (no memory) or at least 2 stages — one stage is the current
+    features alone, plain SimSiam."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 0 or value == 1:
+        raise argparse.ArgumentTypeError(
+            "must be 0 (off) or an integer >= 2 (one stage is the current epoch alone: "
+            f"plain SimSiam), got {text!r}"
+        )
+    return value
+
+
+def parse(
+    argv: Sequence[str] | None = None, prog: str | None = None
+) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The checked options (an error exits with one line, status 2, before torch loads)."""
+    parser = common_parser(__doc__.split("\n\n")[0], prog=prog)
+    parser.add_argument("--multistage", type=stages, default=0, metavar="S")
+    parser.add_argument(
+        "--warmup-stages",
+        type=_cli.non_negative_int,
+        help="epochs before the memory is used (default: a quarter of the epochs)",
+    )
     parser.add_argument("--memory-dtype", choices=("float32", "bfloat16"), default="float32")
-    args = parser.parse_args(argv)
-
-    def make_model(arch: str, channels: int) -> SSLNet:
-        dims = (512, 512) if arch == "convnet" else (2048, 2048)
-        return SSLNet(arch, channels, proj_dims=dims, predictor_hidden=dims[-1] // 4, simsiam=True)
-
-    def make_objective(num_samples: int, dim: int) -> SimSiamObjective:
+    args = parse_args(parser, argv, PER_DATASET)
+    if args.warmup_stages is not None:
         if not args.multistage:
-            return SimSiamObjective()
+            parser.error("argument --warmup-stages: needs --multistage")
+        if args.warmup_stages >= args.epochs:
+            parser.error(
+                f"argument --warmup-stages: must be below --epochs ({args.epochs}), or the "
+                f"memory is never used, got {args.warmup_stages}"
+            )
+    return parser, args
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    _cli.quiet_pyg_warning()
+    parser, args = parse(argv)
+    with _cli.user_errors(parser.prog):
         import torch
 
-        warmup = args.warmup_stages if args.warmup_stages is not None else args.epochs // 4
-        memory = MultiStageMemory(
-            num_samples,
-            dim,
-            stages=args.multistage,
-            warmup=warmup,
-            dtype=getattr(torch, args.memory_dtype),
-        )
-        return SimSiamObjective(memory)
+        from cl2gnn.nn import MultiStageMemory
+        from cl2gnn.vision.models import SSLNet
+        from cl2gnn.vision.objectives import SimSiamObjective
 
-    return run(args, PER_DATASET, make_model, make_objective)
+        def make_model(arch: str, channels: int) -> SSLNet:
+            dims = (512, 512) if arch == "convnet" else (2048, 2048)
+            return SSLNet(
+                arch, channels, proj_dims=dims, predictor_hidden=dims[-1] // 4, simsiam=True
+            )
+
+        def make_objective(num_samples: int, dim: int) -> SimSiamObjective:
+            if not args.multistage:
+                return SimSiamObjective()
+            warmup = args.warmup_stages if args.warmup_stages is not None else args.epochs // 4
+            memory = MultiStageMemory(
+                num_samples,
+                dim,
+                stages=args.multistage,
+                warmup=warmup,
+                dtype=getattr(torch, args.memory_dtype),
+            )
+            return SimSiamObjective(memory)
+
+        return run(args, PER_DATASET, make_model, make_objective)
 
 
 if __name__ == "__main__":

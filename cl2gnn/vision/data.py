@@ -23,8 +23,8 @@ import torch
 from torch import Tensor
 
 from .._paths import cache_dir
+from .names import DATASETS
 
-DATASETS = ("digits", "cifar10", "cifar100", "folder")
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 
 

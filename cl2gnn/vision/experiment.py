@@ -1,27 +1,111 @@
-"""The command-line scaffolding shared by ``examples/simclr.py`` and ``examples/simsiam.py``:
-dataset-specific defaults, the run, and its outputs (checkpoint, log, JSON)."""
+"""The command line and the run shared by ``examples/simclr.py`` and
+``examples/simsiam.py``: every option refused while parsing when out of its range, the
+example's per-dataset defaults and the checks across options — all before torch is
+imported (this module loads it only when the run starts), so that ``--help`` and an
+argument error answer at once and nothing is written — then the data, the training and
+the outputs (checkpoint, log, JSON), each of which appears only complete."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+import os
+import pickle
+import zipfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
+from .. import _cli
+from .names import ARCHS, DATASETS
 
-from ..distributed import init_from_env, shutdown
-from .augment import MultiViewAugment
-from .data import DATASETS, ImageSet, load_images
-from .models import ARCHS, SSLNet
-from .train import PretrainConfig, Pretrainer
+if TYPE_CHECKING:
+    import torch
+
+    from .augment import MultiViewAugment
+    from .data import ImageSet
+    from .models import SSLNet
+    from .train import Pretrainer
 
 DIGITS_STATS = ((0.31,), (0.40,))  # mean / std of scikit-learn's digits in [0, 1]
 # the monitor's k = 200 exceeds a digits class (about 144 training images): k = 20 there
 KNN_K = {"digits": 20}
 
 
+def common_parser(
+    description: str, min_batch: int = 1, prog: str | None = None
+) -> _cli.ArgumentParser:
+    """The options of both examples; ``min_batch``: the fewest images a batch (and so
+    ``--subset``, which caps the batch) may hold."""
+    parser = _cli.ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog=f"{_cli.DEBUG_VARIABLE}=1 shows the traceback behind an error.",
+    )
+    parser.add_argument("--dataset", default="digits", choices=DATASETS)
+    parser.add_argument(
+        "--data-root",
+        type=_cli.existing_path,
+        help="dataset folder (default: $CL2GNN_DATA or download)",
+    )
+    parser.add_argument("--arch", choices=ARCHS, help="default: convnet for digits, else resnet18")
+    parser.add_argument("--epochs", type=_cli.positive_int)
+    parser.add_argument(
+        "--batch-size",
+        type=_cli.int_range(min_batch),
+        help="images per step, over all processes under torchrun",
+    )
+    parser.add_argument("--lr", type=_cli.positive_float, help="base learning rate per 256 images")
+    parser.add_argument("--weight-decay", type=_cli.non_negative_float)
+    parser.add_argument("--optimizer", choices=("sgd", "lars"), default="sgd")
+    parser.add_argument(
+        "--subset",
+        type=_cli.int_range(min_batch),
+        help="train (and monitor) on N images drawn at random, the same for every --seed",
+    )
+    parser.add_argument("--seed", type=_cli.seed, default=0)
+    parser.add_argument(
+        "--device", type=_cli.device, help="default: cuda where available, else cpu"
+    )
+    parser.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
+    parser.add_argument("--out", type=_cli.output_dir, help="folder for checkpoint.pt and log.json")
+    parser.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
+    parser.add_argument("--json", type=_cli.output_file, help="write the result summary here")
+    parser.add_argument("--no-progress", action="store_true")
+    return parser
+
+
+def apply_defaults(args: argparse.Namespace, per_dataset: dict[str, dict]) -> None:
+    """Fill the options left unset with the example's defaults for the dataset."""
+    defaults = per_dataset["digits" if args.dataset == "digits" else "images"]
+    for key, value in defaults.items():
+        if getattr(args, key, None) is None:
+            setattr(args, key, value)
+
+
+def parse_args(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None, per_dataset: dict[str, dict]
+) -> argparse.Namespace:
+    """Parse ``argv``, fill the dataset's defaults and refuse the combinations no single
+    option's type can see (``prog: error: ...``, exit 2)."""
+    args = parser.parse_args(argv)
+    apply_defaults(args, per_dataset)
+    if args.dataset == "folder" and args.data_root is None:
+        parser.error("--dataset folder needs --data-root")
+    if args.resume and (args.out is None or not (Path(args.out) / "checkpoint.pt").is_file()):
+        parser.error("--resume needs --out with a checkpoint.pt in it")
+    processes = int(os.environ.get("WORLD_SIZE", "1"))  # set by torchrun
+    if args.batch_size % processes:
+        parser.error(
+            f"argument --batch-size: must be a multiple of the {processes} processes "
+            f"(each takes an equal share of every batch), got {args.batch_size}"
+        )
+    return args
+
+
 def augment_for(dataset: str, images: torch.Tensor) -> MultiViewAugment:
+    from .augment import MultiViewAugment
+
     if dataset == "digits":  # 8×8 strokes: milder crops, no flips (they change digits)
         return MultiViewAugment(
             size=8,
@@ -36,58 +120,43 @@ def augment_for(dataset: str, images: torch.Tensor) -> MultiViewAugment:
     return MultiViewAugment(size=side)
 
 
-def common_parser(description: str, defaults: dict) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--dataset", default="digits", choices=DATASETS)
-    parser.add_argument("--data-root", help="dataset folder (default: $CL2GNN_DATA or download)")
-    parser.add_argument("--arch", choices=ARCHS, help="default: convnet for digits, else resnet18")
-    parser.add_argument("--epochs", type=int)
-    parser.add_argument("--batch-size", type=int)
-    parser.add_argument("--lr", type=float, help="base learning rate per 256 images")
-    parser.add_argument("--weight-decay", type=float)
-    parser.add_argument("--optimizer", choices=("sgd", "lars"), default="sgd")
-    parser.add_argument(
-        "--subset",
-        type=int,
-        help="train (and monitor) on N images drawn at random, the same for every --seed",
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
-    parser.add_argument("--out", help="folder for checkpoint.pt and log.json")
-    parser.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
-    parser.add_argument("--json", help="write the result summary here")
-    parser.add_argument("--no-progress", action="store_true")
-    parser.set_defaults(**defaults)
-    return parser
+def load_split(args: argparse.Namespace) -> tuple[ImageSet, ImageSet]:
+    """The training and test images; a dataset file that cannot be read (a truncated zip,
+    an image that does not decode) raises ``ValueError`` naming where it was read from."""
+    from .data import load_images
 
-
-def load_split(args) -> tuple[ImageSet, ImageSet]:
-    train = load_images(args.dataset, args.data_root, train=True)
-    test = load_images(args.dataset, args.data_root, train=False)
+    try:
+        train = load_images(args.dataset, args.data_root, train=True)
+        test = load_images(args.dataset, args.data_root, train=False)
+    except (RuntimeError, zipfile.BadZipFile, EOFError) as error:
+        where = args.data_root or f"dataset {args.dataset!r}"
+        raise ValueError(f"{where}: cannot read the images: {first_line(error)}") from error
     if args.subset is not None:  # the same images whatever --seed: seeds compare training alone
         train, test = train.sample(args.subset), test.sample(args.subset)
     return train, test
 
 
-def apply_defaults(args, per_dataset: dict[str, dict]) -> None:
-    """Fill the options left unset with the example's defaults for the dataset."""
-    defaults = per_dataset["digits" if args.dataset == "digits" else "images"]
-    for key, value in defaults.items():
-        if getattr(args, key, None) is None:
-            setattr(args, key, value)
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def run(
-    args,
+    args: argparse.Namespace,
     per_dataset: dict[str, dict],
     make_model: Callable[[str, int], SSLNet],
     make_objective: Callable[[int, int], torch.nn.Module],
 ) -> dict:
     """Pre-train, monitor, write the outputs; returns the JSON summary. Under ``torchrun``
     every process trains its shard of each global batch (``--batch-size`` is the global
-    batch) and rank 0 alone prints and writes."""
+    batch) and rank 0 alone prints and writes. A device this machine lacks is refused
+    (``ValueError``) before the process group starts."""
+    from ..distributed import init_from_env, shutdown
+
     apply_defaults(args, per_dataset)
+    args.device = args.device or default_device()
+    _cli.check_device(args.device)
     device = init_from_env(args.device)
     try:
         return _run(args, device, make_model, make_objective)
@@ -96,6 +165,10 @@ def run(
 
 
 def _run(args, device: torch.device, make_model, make_objective) -> dict:
+    import torch
+
+    from .train import PretrainConfig, Pretrainer
+
     train, test = load_split(args)
     config = PretrainConfig(
         epochs=args.epochs,
@@ -122,9 +195,7 @@ def _run(args, device: torch.device, make_model, make_objective) -> dict:
         args.out,
     )
     if args.resume:
-        if not args.out or not (Path(args.out) / "checkpoint.pt").exists():
-            raise SystemExit("--resume needs --out with a checkpoint.pt in it")
-        trainer.load_checkpoint(Path(args.out) / "checkpoint.pt")
+        resume(trainer, Path(args.out) / "checkpoint.pt")
     history = trainer.fit(progress=not args.no_progress)
     seconds = history.epoch_seconds[1:] or history.epoch_seconds  # first epoch: warm-up costs
     summary = {
@@ -149,7 +220,21 @@ def _run(args, device: torch.device, make_model, make_objective) -> dict:
     if args.out:
         trainer.write_log(Path(args.out) / "log.json")
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(summary, indent=1))
+        _cli.write_text_atomic(args.json, json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "knn_history"}))
     return summary
+
+
+def resume(trainer: Pretrainer, checkpoint: Path) -> None:
+    """Load ``checkpoint`` into ``trainer``; a file torch cannot read, or one written for
+    another model, raises ``ValueError`` naming the file."""
+    try:
+        trainer.load_checkpoint(checkpoint)
+    except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError) as error:
+        raise ValueError(f"{checkpoint}: cannot resume from it: {first_line(error)}") from error
+
+
+def first_line(error: Exception) -> str:
+    """An exception's message for one line (torch's can run to many)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

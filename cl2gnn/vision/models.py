@@ -6,14 +6,15 @@ from __future__ import annotations
 import itertools
 
 import torch
-import torchvision
 from torch import nn
 
-ARCHS = ("resnet18", "resnet50", "convnet")
+from .names import ARCHS
 
 
 def cifar_resnet(arch: str = "resnet18", in_channels: int = 3) -> tuple[nn.Module, int]:
     """``(backbone, feature_dim)``: torchvision's ResNet with a CIFAR stem and no classifier."""
+    import torchvision  # here: the digits' ConvNet runs without it
+
     net = getattr(torchvision.models, arch)(weights=None)
     net.conv1 = nn.Conv2d(in_channels, 64, kernel_size=3, stride=1, padding=1, bias=False)
     net.maxpool = nn.Identity()

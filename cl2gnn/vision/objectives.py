@@ -17,19 +17,12 @@ from ..losses import (
 )
 from ..losses._operators import uniform_attention
 from ..nn import MultiStageMemory
+from .names import KERNELS
 
 
 def _full(x: Tensor) -> Tensor:
     """Half-precision outputs (bf16 autocast) in float32 for the loss; others unchanged."""
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
-
-
-KERNELS = {
-    "laplacian": {"gamma": 1.0},
-    "exp0.5": {"gamma": 0.5},
-    "sum": {"gamma": 1.0, "mixture": "simple"},
-    "concat": {"gamma": 1.0, "mixture": "concat"},
-}
 
 
 class SimCLRObjective(torch.nn.Module):

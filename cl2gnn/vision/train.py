@@ -22,6 +22,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from .. import _cli
 from ..distributed import Shard, gather_rows, rank_and_world
 from ..distributed.batchnorm import convert_batchnorm
 from .augment import MultiViewAugment
@@ -214,7 +215,6 @@ class Pretrainer:
             dist.all_gather_object(augment_states, self.augment_gen.get_state().cpu())
         if not self.main:
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
         state = {
             "model": self.model.state_dict(),
             "objective": self.objective.state_dict(),
@@ -225,9 +225,8 @@ class Pretrainer:
             "history": asdict(self.history),
             "config": asdict(self.config),
         }
-        tmp = path.with_suffix(".tmp")
-        torch.save(state, tmp)
-        tmp.replace(path)
+        with _cli.atomic_path(path) as partial:
+            torch.save(state, partial)
 
     def load_checkpoint(self, path: Path) -> None:
         state = torch.load(path, map_location=self.device, weights_only=False)
@@ -246,5 +245,6 @@ class Pretrainer:
         self.history = History(**state["history"])
 
     def write_log(self, path: Path) -> None:
+        """The history as JSON, written by rank 0 (a temporary file moved into place)."""
         if self.main:
-            path.write_text(json.dumps(asdict(self.history), indent=1))
+            _cli.write_text_atomic(path, json.dumps(asdict(self.history), indent=1))

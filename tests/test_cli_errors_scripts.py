@@ -1,0 +1,370 @@
+"""The examples and benchmarks fail like tools on bad input: ``prog: error: ...`` on one
+stderr line naming the option, exit status 2, no traceback, nothing written — argument
+errors before torch is imported — and a run writes its outputs only whole."""
+
+import json
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from cl2gnn import _cli
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib", "sklearn")
+TINY = ["--subset", "64", "--batch-size", "32", "--epochs", "1", "--no-progress"]
+
+# (script, arguments, what the message must name); OUT stands for tmp_path/out, which holds
+# the user's file.txt
+ARGUMENT_ERRORS = [
+    ("examples/simclr.py", ["--epochs", "0"], "--epochs"),
+    ("examples/simclr.py", ["--epochs", "-1"], "--epochs"),
+    ("examples/simclr.py", ["--batch-size", "0"], "--batch-size"),
+    ("examples/simclr.py", ["--batch-size", "1"], "--batch-size"),  # no negatives: loss 0
+    ("examples/simclr.py", ["--subset", "0"], "--subset"),
+    ("examples/simclr.py", ["--subset", "1"], "--subset"),
+    ("examples/simclr.py", ["--lr", "0"], "--lr"),
+    ("examples/simclr.py", ["--lr", "nan"], "--lr"),
+    ("examples/simclr.py", ["--weight-decay", "-1"], "--weight-decay"),
+    ("examples/simclr.py", ["--temperature", "0"], "--temperature"),
+    ("examples/simclr.py", ["--attention", "-1"], "--attention"),
+    ("examples/simclr.py", ["--nn-positives", "-1"], "--nn-positives"),
+    ("examples/simclr.py", ["--batch-size", "8", "--nn-positives", "16"], "--nn-positives"),
+    ("examples/simclr.py", ["--subset", "4", "--nn-positives", "8"], "--nn-positives"),
+    ("examples/simclr.py", ["--attention", "0", "--kernel", "sum"], "--attention, --kernel"),
+    ("examples/simclr.py", ["--kernel", "cauchy"], "--kernel"),
+    ("examples/simclr.py", ["--distributed", "all"], "--distributed"),
+    ("examples/simclr.py", ["--dataset", "nope"], "--dataset"),
+    ("examples/simclr.py", ["--dataset", "folder"], "--data-root"),
+    ("examples/simclr.py", ["--data-root", "OUT/missing"], "--data-root"),
+    ("examples/simclr.py", ["--arch", "vit"], "--arch"),
+    ("examples/simclr.py", ["--optimizer", "adam"], "--optimizer"),
+    ("examples/simclr.py", ["--seed", "-1"], "--seed"),
+    ("examples/simclr.py", ["--device", "gpu 0"], "--device"),
+    ("examples/simclr.py", ["--out", "OUT/file.txt"], "--out"),
+    ("examples/simclr.py", ["--json", "OUT"], "--json"),
+    ("examples/simclr.py", ["--resume"], "--resume"),
+    ("examples/simclr.py", ["--resume", "--out", "OUT"], "--resume"),  # no checkpoint there
+    (
+        "examples/simclr.py",
+        ["--epochs", "0", "--out", "OUT/run", "--json", "OUT/r.json"],
+        "--epochs",
+    ),
+    ("examples/simsiam.py", ["--epochs", "0"], "--epochs"),
+    ("examples/simsiam.py", ["--batch-size", "0"], "--batch-size"),
+    ("examples/simsiam.py", ["--multistage", "1"], "--multistage"),  # plain SimSiam
+    ("examples/simsiam.py", ["--multistage", "-1"], "--multistage"),
+    ("examples/simsiam.py", ["--warmup-stages", "2"], "--warmup-stages"),  # no --multistage
+    ("examples/simsiam.py", ["--multistage", "2", "--warmup-stages", "-1"], "--warmup-stages"),
+    (
+        "examples/simsiam.py",
+        ["--multistage", "2", "--epochs", "4", "--warmup-stages", "4"],  # memory never used
+        "--warmup-stages",
+    ),
+    ("examples/simsiam.py", ["--memory-dtype", "float16"], "--memory-dtype"),
+    ("benchmarks/image_ssl.py", ["nope"], "'nope'"),
+    ("benchmarks/image_ssl.py", ["throughput", "--steps", "0"], "--steps"),
+    ("benchmarks/image_ssl.py", ["throughput", "--batch-size", "1"], "--batch-size"),
+    ("benchmarks/image_ssl.py", ["throughput", "--arch", "vit"], "--arch"),
+    ("benchmarks/image_ssl.py", ["throughput", "--json", "OUT"], "--json"),
+    ("benchmarks/image_ssl.py", ["variants", "--epochs", "0"], "--epochs"),
+    ("benchmarks/image_ssl.py", ["variants", "--dataset", "nope"], "--dataset"),
+    ("benchmarks/image_ssl.py", ["variants", "--dataset", "folder"], "--data-root"),
+    ("benchmarks/image_ssl.py", ["variants", "--extra", "--subset", "1"], "--subset"),
+    ("benchmarks/image_ssl.py", ["variants", "--extra", "--temperature", "0"], "--temperature"),
+    ("benchmarks/operators.py", ["nope"], "'nope'"),
+    ("benchmarks/operators.py", ["infonce", "--sizes", "64", "1"], "--sizes"),
+    ("benchmarks/operators.py", ["infonce", "--repeats", "-1"], "--repeats"),
+    ("benchmarks/operators.py", ["infonce", "--budget-gb", "0"], "--budget-gb"),
+    ("benchmarks/operators.py", ["knn", "--k", "0"], "--k"),
+    ("benchmarks/operators.py", ["knn", "--sizes", "8", "--k", "8"], "--k"),
+    ("benchmarks/operators.py", ["knn", "--dim", "x"], "--dim"),
+    ("benchmarks/operators.py", ["gemm", "--tile", "0"], "--tile"),
+    ("benchmarks/operators.py", ["saved", "--tau", "0"], "--tau"),
+    ("benchmarks/operators.py", ["saved", "--rounds", "0"], "--rounds"),
+    ("benchmarks/operators.py", ["keys", "--n", "64", "--keys", "8", "64"], "--keys"),
+    ("benchmarks/operators.py", ["keys", "--n", "65", "--keys", "64"], "--keys"),  # 64 rows
+    ("benchmarks/operators.py", ["spectral", "--n", "1"], "--n"),
+    ("benchmarks/operators.py", ["scale", "--impls", "cuda"], "--impls"),
+    ("benchmarks/operators.py", ["scale", "--impls", "triton", "--device", "cpu"], "--impls"),
+    ("benchmarks/operators.py", ["fullgraph", "--nodes", "0"], "--nodes"),
+    ("benchmarks/operators.py", ["fullgraph", "--json", "OUT"], "--json"),
+    ("benchmarks/distributed.py", ["--procs", "0"], "--procs"),
+    ("benchmarks/distributed.py", ["--views", "0"], "--views"),
+    ("benchmarks/distributed.py", ["--views", "100", "--procs", "3"], "--views"),
+    ("benchmarks/distributed.py", ["--dim", "0"], "--dim"),
+    ("benchmarks/distributed.py", ["--repeats", "0"], "--repeats"),
+    ("benchmarks/distributed.py", ["--budget-gb", "-1"], "--budget-gb"),
+    ("benchmarks/distributed.py", ["--methods", "nope"], "--methods"),
+    ("benchmarks/distributed.py", ["--name", "../x"], "--name"),
+]
+# refused after parsing, by torch (imported for the question): no CUDA, or too few devices
+DEVICE_ERRORS = [
+    ("examples/simclr.py", ["--device", "cuda:99", *TINY]),
+    ("examples/simsiam.py", ["--device", "cuda:99", *TINY]),
+    ("benchmarks/image_ssl.py", ["throughput", "--arch", "convnet", "--device", "cuda:99"]),
+    ("benchmarks/image_ssl.py", ["variants", "--extra", "--device", "cuda:99"]),
+    (
+        "benchmarks/operators.py",
+        ["scale", "--impls", "tiled", "--sizes", "2", "--device", "cuda:99"],
+    ),
+]
+if not torch.cuda.is_available():
+    DEVICE_ERRORS += [
+        ("examples/simclr.py", ["--device", "cuda", *TINY]),
+        ("benchmarks/distributed.py", ["--device", "cuda", "--procs", "1", "--views", "2"]),
+    ]
+
+
+def case_id(script, args, *_):
+    return " ".join([Path(script).name, *args])
+
+
+def prog_of(script, args):
+    """The ``prog`` argparse names: the script, and the subcommand where it has them."""
+    name = Path(script).name
+    subcommands = name in ("image_ssl.py", "operators.py") and args[0] != "nope"
+    return f"{name} {args[0]}" if subcommands else name
+
+
+@pytest.fixture
+def out(tmp_path, monkeypatch):
+    """tmp_path as the working folder, with OUT/file.txt the user's; a run that gets past
+    the checks fails the test instead of training, and a results table would land in
+    tmp_path, not the repository."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "file.txt").write_text("the user's")
+    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # their `from _results import`
+    import _results
+
+    monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
+
+    def started(*args, **kwargs):
+        raise AssertionError("the run started: the arguments were accepted")
+
+    monkeypatch.setattr("cl2gnn.vision.experiment._run", started)
+    return folder
+
+
+def run_script(script, args, monkeypatch):
+    """``python script args``, in this process (the script's __main__): its exit status."""
+    monkeypatch.setattr(sys, "argv", [str(ROOT / script), *args])
+    with pytest.raises(SystemExit) as exit_info:
+        runpy.run_path(str(ROOT / script), run_name="__main__")
+    return exit_info.value.code
+
+
+def assert_one_line_naming(code, stderr, prog, named):
+    lines = stderr.splitlines()
+    assert code == 2, stderr
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(f"{prog}: error: ") and named in lines[0], lines[0]
+    assert "Traceback" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "named"), [pytest.param(*c, id=case_id(*c)) for c in ARGUMENT_ERRORS]
+)
+def test_argument_error_is_one_line_exit_2_nothing_written(
+    out, capsys, monkeypatch, script, args, named
+):
+    args = [arg.replace("OUT", str(out)) for arg in args]
+    code = run_script(script, args, monkeypatch)
+    assert_one_line_naming(code, capsys.readouterr().err, prog_of(script, args), named)
+    assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
+
+
+@pytest.mark.parametrize(
+    ("script", "args"), [pytest.param(*c, id=case_id(*c)) for c in DEVICE_ERRORS]
+)
+def test_unusable_device_refused_before_any_work(out, capsys, monkeypatch, script, args):
+    code = run_script(script, args, monkeypatch)
+    assert_one_line_naming(code, capsys.readouterr().err, prog_of(script, args), "--device")
+    assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
+
+
+def test_argument_errors_import_no_heavy_module(tmp_path):
+    """What keeps them fast: torch alone takes seconds to import."""
+    cases = [
+        (str(ROOT / script), args) for script, args, _ in ARGUMENT_ERRORS if "OUT" not in str(args)
+    ]
+    cases += [(str(ROOT / script), ["--help"]) for script in {c[0] for c in ARGUMENT_ERRORS}]
+    code = (
+        "import runpy, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+        f"for script, args in {cases!r}:\n"
+        "    sys.argv = [script, *args]\n"
+        "    try:\n"
+        "        runpy.run_path(script, run_name='__main__')\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        f"print(sorted(set({HEAVY_MODULES!r}) & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("args", [["--epochs", "0"], ["--batch-size", "0"]], ids=" ".join)
+def test_example_command_line_fails_like_a_tool(tmp_path, args):
+    """The issue's rows, as a user types them: a separate interpreter, its exit status."""
+    env = {k: v for k, v in os.environ.items() if k != _cli.DEBUG_VARIABLE}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples/simclr.py"), *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert_one_line_naming(result.returncode, result.stderr, "simclr.py", args[0])
+    assert result.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def test_help_prints_no_warning(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples/simclr.py"), "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    )
+    assert result.stderr == "" and "--nn-positives" in result.stdout
+
+
+def load_example(name):
+    return runpy.run_path(str(ROOT / "examples" / f"{name}.py"))
+
+
+def test_run_writes_whole_outputs_only(tmp_path, capsys):
+    run_folder, summary = tmp_path / "run", tmp_path / "result.json"
+    load_example("simclr")["main"]([*TINY, "--out", str(run_folder), "--json", str(summary)])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [
+        "checkpoint.pt",
+        "log.json",
+        "result.json",
+        "run",
+    ]
+    assert json.loads(summary.read_text())["epochs"] == 1
+    assert len(json.loads((run_folder / "log.json").read_text())["losses"]) == 1
+
+
+def test_failed_run_leaves_no_result(tmp_path, capsys, monkeypatch):
+    """An error in the user's data during the run: one line, exit 2, no JSON, no log;
+    CL2GNN_DEBUG=1 lets it raise."""
+
+    def bad_features(self):
+        raise ValueError("features: NaN in row 3")
+
+    monkeypatch.setattr("cl2gnn.vision.train.Pretrainer.knn_monitor", bad_features)
+    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    argv = [*TINY, "--out", str(tmp_path / "run"), "--json", str(tmp_path / "r.json")]
+    main = load_example("simclr")["main"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.endswith("error: features: NaN in row 3\n")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv(_cli.DEBUG_VARIABLE, "1")
+    with pytest.raises(ValueError, match="NaN in row 3"):
+        main(argv)
+
+
+@pytest.mark.parametrize("output", ["--json", "--out"])
+def test_write_cut_short_leaves_no_partial_file(tmp_path, capsys, monkeypatch, output):
+    """The disk fills while the summary (--json) or the log (--out) is written: one line,
+    exit 2, and no JSON file at all rather than half of one."""
+    write_text = Path.write_text
+
+    def disk_full(self, text, *args, **kwargs):
+        write_text(self, text[: len(text) // 2], *args, **kwargs)
+        raise OSError(28, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", disk_full)
+    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    target = tmp_path / ("r.json" if output == "--json" else "run")
+    with pytest.raises(SystemExit) as exit_info:
+        load_example("simclr")["main"]([*TINY, output, str(target)])
+    assert exit_info.value.code == 2
+    assert "No space left on device" in capsys.readouterr().err
+    left = sorted(p.name for p in tmp_path.rglob("*"))
+    assert left == ([] if output == "--json" else ["checkpoint.pt", "run"])
+
+
+def test_unreadable_checkpoint_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
+    checkpoint = tmp_path / "checkpoint.pt"
+    checkpoint.write_bytes(b"half a checkpoint")
+    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        load_example("simclr")["main"]([*TINY, "--out", str(tmp_path), "--resume"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"error: {checkpoint}: cannot resume from it" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
+
+
+def write_image_folder(root, corrupt):
+    """A one-class ImageFolder pair, ``train`` and ``test``, each image or zip ``corrupt``."""
+    from torchvision.io import encode_png
+
+    png = encode_png(torch.zeros(3, 8, 8, dtype=torch.uint8)).numpy().tobytes()
+    for split in ("train", "test"):
+        if corrupt == "zip":
+            (root / f"{split}.zip").write_bytes(b"PK\x03\x04 cut short")
+            continue
+        for i in range(2):
+            image = root / split / "cat" / f"{i}.png"
+            image.parent.mkdir(parents=True, exist_ok=True)
+            image.write_bytes(png[: len(png) // 2] if i else png)
+
+
+@pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
+@pytest.mark.parametrize("corrupt", ["image", "zip"])
+def test_unreadable_dataset_is_one_line_naming_it(tmp_path, capsys, monkeypatch, corrupt):
+    root = tmp_path / "data"
+    root.mkdir()
+    write_image_folder(root, corrupt)
+    monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    argv = ["--dataset", "folder", "--data-root", str(root), *TINY, "--json", str(tmp_path / "r")]
+    with pytest.raises(SystemExit) as exit_info:
+        load_example("simclr")["main"](argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and f"error: {root}: cannot read the images: " in err
+    assert not (tmp_path / "r").exists() and not (tmp_path / "cache").exists()
+
+
+def test_batch_must_split_over_the_torchrun_processes(capsys, monkeypatch):
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(SystemExit) as exit_info:
+        load_example("simsiam")["parse"](["--batch-size", "64"])
+    assert exit_info.value.code == 2
+    assert "argument --batch-size: must be a multiple of the 3 processes" in capsys.readouterr().err
+
+
+def test_torch_free_names_match_the_library():
+    from cl2gnn.distributed import MODES
+    from cl2gnn.vision.names import DISTRIBUTED_MODES
+
+    assert DISTRIBUTED_MODES == MODES
+
+
+def test_merge_with_an_unreadable_results_file_fails_before_measuring(out, capsys, monkeypatch):
+    results = out.parent / "results"
+    results.mkdir()
+    (results / "distributed_infonce.json").write_text('{"rows": [[8192, 1, "ring"')
+    args = ["--merge", "--procs", "1", "--views", "2", "--repeats", "1"]
+    code = run_script("benchmarks/distributed.py", args, monkeypatch)
+    err = capsys.readouterr().err
+    assert_one_line_naming(code, err, "distributed.py", "distributed_infonce.json")
+    assert "cannot merge" in err
