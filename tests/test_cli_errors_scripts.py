@@ -7,6 +7,7 @@ import os
 import runpy
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -312,27 +313,47 @@ def test_unreadable_checkpoint_is_one_line_naming_it(tmp_path, capsys, monkeypat
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.pt"]
 
 
-def write_image_folder(root, corrupt):
-    """A one-class ImageFolder pair, ``train`` and ``test``, each image or zip ``corrupt``."""
+def png_bytes():
     from torchvision.io import encode_png
 
-    png = encode_png(torch.zeros(3, 8, 8, dtype=torch.uint8)).numpy().tobytes()
+    return encode_png(torch.zeros(3, 8, 8, dtype=torch.uint8)).numpy().tobytes()
+
+
+def write_image_folder(root, corrupt=None):
+    """A one-class ImageFolder pair, ``train`` and ``test``; returns the file the message
+    must name: ``corrupt`` "image" cuts the second PNG short, "zip" writes each split as a
+    truncated zip, "member" as a zip whose second image fails its CRC."""
+    png = png_bytes()
     for split in ("train", "test"):
         if corrupt == "zip":
             (root / f"{split}.zip").write_bytes(b"PK\x03\x04 cut short")
             continue
+        if corrupt == "member":
+            with zipfile.ZipFile(root / f"{split}.zip", "w") as archive:  # stored: bytes as-is
+                archive.writestr(f"{split}/cat/0.png", png)
+                archive.writestr(f"{split}/cat/1.png", png)
+            data = (root / f"{split}.zip").read_bytes()
+            at = data.rindex(png) + 40  # inside the second image's stored bytes
+            (root / f"{split}.zip").write_bytes(data[:at] + b"\xff" + data[at + 1 :])
+            continue
         for i in range(2):
             image = root / split / "cat" / f"{i}.png"
             image.parent.mkdir(parents=True, exist_ok=True)
-            image.write_bytes(png[: len(png) // 2] if i else png)
+            image.write_bytes(png[: len(png) // 2] if i == 1 and corrupt == "image" else png)
+    return {
+        "image": f"{root / 'train' / 'cat' / '1.png'}: cannot decode the image",
+        "zip": f"{root / 'train.zip'}: not a readable zip file",
+        "member": f"{root / 'train.zip'}: cannot read train/cat/1.png in the zip",
+        None: None,
+    }[corrupt]
 
 
 @pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
-@pytest.mark.parametrize("corrupt", ["image", "zip"])
+@pytest.mark.parametrize("corrupt", ["image", "zip", "member"])
 def test_unreadable_dataset_is_one_line_naming_it(tmp_path, capsys, monkeypatch, corrupt):
     root = tmp_path / "data"
     root.mkdir()
-    write_image_folder(root, corrupt)
+    named = write_image_folder(root, corrupt)
     monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
     argv = ["--dataset", "folder", "--data-root", str(root), *TINY, "--json", str(tmp_path / "r")]
@@ -340,8 +361,40 @@ def test_unreadable_dataset_is_one_line_naming_it(tmp_path, capsys, monkeypatch,
         load_example("simclr")["main"](argv)
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert len(err.splitlines()) == 1 and f"error: {root}: cannot read the images: " in err
+    assert len(err.splitlines()) == 1 and f": error: {named} (" in err, err
+    assert ".cpp" not in err  # torchvision's source location is not the user's business
     assert not (tmp_path / "r").exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.filterwarnings("ignore:The image decoding:DeprecationWarning")
+def test_image_cache_is_written_whole_and_rebuilt_when_damaged(tmp_path, monkeypatch):
+    from cl2gnn.vision.data import read_image_folder
+
+    root = tmp_path / "data"
+    root.mkdir()
+    write_image_folder(root)
+    monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path / "cache"))
+    first = read_image_folder(root, "train")
+    (cached,) = (tmp_path / "cache" / "vision").iterdir()  # no partial file beside it
+    cached.write_bytes(cached.read_bytes()[:100])  # a run killed while writing it, before
+    again = read_image_folder(root, "train")
+    assert torch.equal(again.images, first.images) and again.classes == ["cat"]
+    assert [p.name for p in cached.parent.iterdir()] == [cached.name]
+
+
+def test_cifar_that_cannot_be_read_or_downloaded_names_its_folder(tmp_path, monkeypatch):
+    import urllib.error
+
+    import torchvision
+
+    from cl2gnn.vision.data import load_images
+
+    def offline(root, **kwargs):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(torchvision.datasets, "CIFAR100", offline)
+    with pytest.raises(ValueError, match=f"^{tmp_path}: cifar100 is missing or damaged"):
+        load_images("cifar100", str(tmp_path))
 
 
 def test_batch_must_split_over_the_torchrun_processes(capsys, monkeypatch):

@@ -7,14 +7,22 @@
   when present (``$CL2GNN_DATA/cifar10-jpeg`` by default);
 * ``folder``: an ImageFolder tree (``<root>/<split>/<class>/*.jpg``) or a zip of one.
 
-Decoded folders/zips are cached as ``.pt`` files under ``$CL2GNN_CACHE/vision``.
+Decoded folders/zips are cached as ``.pt`` files under ``$CL2GNN_CACHE/vision`` (written
+whole or not at all; one that cannot be read is rebuilt). A file that cannot be read — a
+truncated zip, an image that does not decode, CIFAR's files damaged where no download can
+replace them — raises ``ValueError`` naming the file.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import pickle
+import re
+import tarfile
+import urllib.error
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +30,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .. import _cli
 from .._paths import cache_dir
 from .names import DATASETS
 
@@ -86,7 +95,15 @@ def _torchvision(name: str, root: str | None, train: bool) -> ImageSet:
 
     cls = torchvision.datasets.CIFAR10 if name == "cifar10" else torchvision.datasets.CIFAR100
     target = root or str(cache_dir() / "vision" / name)
-    dataset = cls(target, train=train, download=True)
+    try:
+        dataset = cls(target, train=train, download=True)
+    except urllib.error.URLError as error:  # the files are not there whole, no download
+        raise ValueError(
+            f"{target}: {name} is missing or damaged there and could not be downloaded "
+            f"({error.reason})"
+        ) from error
+    except (RuntimeError, EOFError, tarfile.TarError, pickle.UnpicklingError, zlib.error) as error:
+        raise ValueError(f"{target}: cannot read {name}: {_first_line(error)}") from error
     images = torch.from_numpy(np.asarray(dataset.data)).permute(0, 3, 1, 2).contiguous()
     return ImageSet(images, torch.tensor(dataset.targets), list(dataset.classes))
 
@@ -97,22 +114,33 @@ def read_image_folder(root: Path, split: str = "train") -> ImageSet:
     key = hashlib.sha1(f"{source.resolve()}:{split}:{source.stat().st_mtime}".encode()).hexdigest()
     cached = cache_dir() / "vision" / f"folder-{key[:16]}.pt"
     if cached.exists():
-        return ImageSet(**torch.load(cached))
-    files = _list_images(source, split)
+        try:
+            return ImageSet(**torch.load(cached))
+        except (RuntimeError, EOFError, pickle.UnpicklingError, TypeError):
+            pass  # the cache is ours: one that cannot be read is built again
+    try:
+        files = _list_images(source, split)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+        raise ValueError(f"{source}: not a readable zip file ({_first_line(error)})") from error
     if not files:
         raise ValueError(f"no images found under {source} (expected <class>/<image> folders)")
     classes = sorted({cls for cls, _ in files})
     index = {cls: i for i, cls in enumerate(classes)}
     images, labels = [], []
-    for cls, data in _read(source, files):
-        images.append(_decode(data))
+    for cls, data, where in _read(source, files):
+        try:
+            images.append(_decode(data))
+        except RuntimeError as error:
+            # torchvision's message opens with its C++ source location: not the user's
+            reason = re.sub(r"^[^,]*, \S+:\d+, ", "", _first_line(error))
+            raise ValueError(f"{where}: cannot decode the image ({reason})") from None
         labels.append(index[cls])
     shapes = {tuple(img.shape) for img in images}
     if len(shapes) != 1:
-        raise ValueError(f"images must share one size, found {sorted(shapes)[:3]}")
+        raise ValueError(f"{source}: images must share one size, found {sorted(shapes)[:3]}")
     result = ImageSet(torch.stack(images), torch.tensor(labels), classes)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    torch.save(result.__dict__, cached)
+    with _cli.atomic_path(cached) as partial:
+        torch.save(result.__dict__, partial)
     return result
 
 
@@ -138,13 +166,25 @@ def _list_images(source: Path, split: str) -> list[tuple[str, str]]:
 
 
 def _read(source: Path, files: list[tuple[str, str]]):
+    """``(class, bytes, where)`` for each file, ``where`` naming it for a message."""
     if source.suffix == ".zip":
         with zipfile.ZipFile(source) as zf:
             for cls, name in files:
-                yield cls, zf.read(name)
+                try:
+                    data = zf.read(name)
+                except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+                    raise ValueError(
+                        f"{source}: cannot read {name} in the zip ({_first_line(error)})"
+                    ) from None
+                yield cls, data, f"{source}:{name}"
     else:
         for cls, name in files:
-            yield cls, (source / name).read_bytes()
+            yield cls, (source / name).read_bytes(), source / name
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _decode(data: bytes) -> Tensor:
