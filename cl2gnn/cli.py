@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -76,11 +77,41 @@ def _node(args: argparse.Namespace) -> int:
         num_keys=args.num_keys,
         swa_start=args.swa_start,
         mask_nodes=tuple(args.mask_nodes) if args.mask_nodes else None,
+        batch_size=args.batch_size,
+        num_neighbors=tuple(args.num_neighbors) if args.num_neighbors else None,
+        distributed=args.distributed,
     )
-    print(format_table(results))
-    if args.json:
-        _cli.write_text_atomic(args.json, json.dumps(results[0], indent=2))
+    if results:  # under torchrun, rank 0 alone reports
+        print(format_table(results))
+        if args.json:
+            _cli.write_text_atomic(args.json, json.dumps(results[0], indent=2))
     return 0
+
+
+def launched_by_torchrun() -> bool:
+    """``torchrun`` set ``WORLD_SIZE`` above one (read here without importing torch)."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def fan_out(text: str) -> int:
+    """An argparse type: a sampling fan-out, an integer >= 1 or -1 (all neighbours)."""
+    value = _cli.int_range(-1)(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be an integer >= 1, or -1 for all, got 0")
+    return value
+
+
+def _check_node(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The option combinations no single option's type sees."""
+    if args.batch_size is None:
+        for option, value in (
+            ("--num-neighbors", args.num_neighbors),
+            ("--distributed", args.distributed),
+        ):
+            if value is not None:
+                parser.error(f"{option} needs --batch-size (mini-batch training)")
+        if launched_by_torchrun():
+            parser.error("under torchrun, cl2gnn node needs --batch-size (mini-batch training)")
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -98,7 +129,15 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .node.names import DATASETS, EMBEDDED, EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
+    from .node.names import (
+        DATASETS,
+        DISTRIBUTED_MODES,
+        EMBEDDED,
+        EMBEDDINGS,
+        ENCODERS,
+        METHODS,
+        PROTOCOLS,
+    )
 
     parser = _cli.ArgumentParser(
         prog="cl2gnn",
@@ -213,10 +252,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="fraction of the nodes whose whole feature row each view zeroes "
         "(GraphMAE's masking, contrasted; default: 0 0)",
     )
+    node.add_argument(
+        "--batch-size",
+        type=_cli.positive_int,
+        help="train on mini-batches of this many seed nodes (over all processes under "
+        "torchrun) and their sampled neighbourhoods; default: the whole graph per step",
+    )
+    node.add_argument(
+        "--num-neighbors",
+        type=fan_out,
+        nargs=2,
+        metavar=("K1", "K2"),
+        help="with --batch-size: in-neighbours sampled per node at each hop, -1 for all "
+        "(default: 10 10)",
+    )
+    node.add_argument(
+        "--distributed",
+        choices=DISTRIBUTED_MODES,
+        help="under torchrun: the negatives of every process, all-gathered (gather, the "
+        "default) or passed rank to rank (ring)",
+    )
     node.add_argument("--device", type=_cli.device, default="cpu")
     node.add_argument("--json", type=_cli.output_file, help="write the result to this JSON file")
     node.add_argument("--no-progress", action="store_true")
-    node.set_defaults(func=_node)
+    node.set_defaults(func=_node, check=_check_node)
 
     simulate = sub.add_parser(
         "simulate",
@@ -236,10 +295,20 @@ def main(argv: list[str] | None = None) -> int:
     _cli.quiet_pyg_warning()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if hasattr(args, "check"):
+        args.check(parser, args)
     with _cli.user_errors(f"{parser.prog} {args.command}"):
         if hasattr(args, "device"):  # before any data work
             _cli.check_device(args.device)
-        return args.func(args)
+        if not launched_by_torchrun():
+            return args.func(args)
+        from .distributed import init_from_env, shutdown
+
+        args.device = str(init_from_env(args.device))
+        try:
+            return args.func(args)
+        finally:
+            shutdown()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,12 @@ class NodeConfig:
     swa_start: int | None = None
     # fraction of the nodes whose whole feature row each view zeroes (GraphMAE's masking)
     mask_nodes: tuple[float, float] = (0.0, 0.0)
+    # mini-batch training (None: full-batch): seed nodes per step over all processes, the
+    # in-neighbours sampled per node at each hop (-1: all), and how a process group shares
+    # its negatives (cl2gnn.distributed: "gather" or "ring")
+    batch_size: int | None = None
+    num_neighbors: tuple[int, ...] = (10, 10)
+    distributed: str = "gather"
 
     def view_probabilities(self, view: int) -> tuple[float, float, float]:
         """``(edge drop, feature-column mask, node mask)`` probabilities of view 0 or 1."""

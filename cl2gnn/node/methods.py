@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._validation import check_integer
+from ..distributed import check_mode
 from ..graphs import knn_graph, pair_graph
 from ..losses import (
     KernelInfoNCELoss,
@@ -22,7 +23,7 @@ from ..losses import (
 )
 from ..losses.infonce import check_num_keys
 from ..nn import MultiStageMemory
-from .names import METHODS, SAMPLED_KEYS_METHODS
+from .names import DISTRIBUTED_METHODS, METHODS, SAMPLED_KEYS_METHODS
 
 
 def cluster_labels(x: Tensor, clusters: int) -> Tensor:
@@ -63,6 +64,14 @@ class NodeObjective(torch.nn.Module):
 
     ``num_keys`` (InfoNCE-based methods) computes the uniformity term over that many views
     drawn afresh each step instead of all ``2N`` (see :func:`~cl2gnn.losses.info_nce`).
+
+    ``distributed`` (``"gather"`` or ``"ring"``, methods :data:`DISTRIBUTED_METHODS`):
+    under a process group, each rank passes its own nodes' views and the negatives span
+    every rank's (see :mod:`cl2gnn.distributed`); the value is ``world_size ×`` this rank's
+    share of the global loss.
+
+    The methods that keep no per-node state (:data:`BATCH_METHODS`) take any number of
+    rows per call, as mini-batch training needs.
     """
 
     def __init__(
@@ -76,6 +85,7 @@ class NodeObjective(torch.nn.Module):
         knn_k: int = 5,
         num_keys: int | None = None,
         clusters: int = 10,
+        distributed: str | None = None,
     ) -> None:
         super().__init__()
         if method not in METHODS:
@@ -85,20 +95,28 @@ class NodeObjective(torch.nn.Module):
                 f"num_keys applies to the methods {SAMPLED_KEYS_METHODS}, not {method!r}"
             )
         check_num_keys(num_keys)
+        check_mode(distributed)
+        if distributed is not None and method not in DISTRIBUTED_METHODS:
+            raise ValueError(
+                f"distributed applies to the methods {DISTRIBUTED_METHODS}, not {method!r}"
+            )
+        if distributed is not None and num_keys is not None:
+            raise ValueError("distributed takes no num_keys: the negatives are every rank's")
+        self.distributed = distributed
         self.method, self.tau, self.knn_k, self.num_keys = method, tau, knn_k, num_keys
         if method == "homophily":
             check_integer(clusters, "clusters", 1, num_nodes)
         self.clusters = clusters
-        self.register_buffer("pairs", pair_graph(num_nodes, 2), persistent=False)
         if method in ("neighbors", "homophily"):
             if graph is None:
                 raise ValueError(f"the {method!r} method needs the input graph")
             if not neighbor_weight > 0:
                 raise ValueError(f"neighbor_weight must be > 0, got {neighbor_weight}")
             graph = graph[:, graph[0] != graph[1]]  # a node's own view is already a pair
-            edges = torch.cat([self.pairs, cross_view_edges(graph[0], graph[1], num_nodes)], 1)
+            pairs = pair_graph(num_nodes, 2)
+            edges = torch.cat([pairs, cross_view_edges(graph[0], graph[1], num_nodes)], 1)
             weights = torch.ones(edges.size(1))
-            weights[self.pairs.size(1) :] = neighbor_weight
+            weights[pairs.size(1) :] = neighbor_weight
             self.register_buffer("positives", edges, persistent=False)
             self.register_buffer("positive_weight", weights, persistent=False)
             if method == "homophily":  # the nodes at the ends of each positive edge
@@ -107,19 +125,23 @@ class NodeObjective(torch.nn.Module):
             memory = MultiStageMemory(num_nodes, dim, stages=2, warmup=20)
             self.multistage = MultiStageAlignmentLoss(memory)
         self.loss = {
-            "kernel": KernelInfoNCELoss(gamma=1.0, temperature=tau),
-            "random_walk": RandomWalkLoss(temperature=tau),
-            "spectral": SpectralContrastiveLoss(),
-        }.get(method)
+            "kernel": lambda: KernelInfoNCELoss(1.0, temperature=tau, distributed=distributed),
+            "random_walk": lambda: RandomWalkLoss(temperature=tau, distributed=distributed),
+            "spectral": lambda: SpectralContrastiveLoss(distributed=distributed),
+        }.get(method, lambda: None)()
 
     def forward(self, z1: Tensor, z2: Tensor, h1: Tensor, h2: Tensor) -> Tensor:
         m = self.method
         if self.loss is not None:
             return self.loss(z1, z2)
         if m == "grace":  # inter- and intra-view negatives: InfoNCE over the 2N stacked views
-            return info_nce(z1, z2, temperature=self.tau, num_keys=self.num_keys)
+            return info_nce(
+                z1, z2, temperature=self.tau, num_keys=self.num_keys, distributed=self.distributed
+            )
         if m == "attention":
-            return attention_info_nce(z1, z2, h1=h1, h2=h2, temperature=self.tau, beta=1.0)
+            return attention_info_nce(
+                z1, z2, h1=h1, h2=h2, temperature=self.tau, beta=1.0, distributed=self.distributed
+            )
         if m in ("neighbors", "homophily"):
             weight = self.positive_weight.to(z1.dtype)
             if m == "homophily":
@@ -148,4 +170,5 @@ class NodeObjective(torch.nn.Module):
     def _knn_positives(self, h1: Tensor, h2: Tensor) -> Tensor:
         """The pair graph plus, across views, each node's k nearest feature-space neighbours."""
         nbr, node = knn_graph(0.5 * (h1 + h2).detach(), self.knn_k, backend="torch")
-        return torch.cat([self.pairs, cross_view_edges(nbr, node, h1.size(0))], dim=1)
+        pairs = pair_graph(h1.size(0), 2).to(h1.device)
+        return torch.cat([pairs, cross_view_edges(nbr, node, h1.size(0))], dim=1)

@@ -9,7 +9,8 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
-from torch_geometric.utils import degree, spmm, to_torch_csr_tensor
+from torch_geometric.utils import degree as degree_of
+from torch_geometric.utils import spmm, to_torch_csr_tensor
 
 from .features import SparseFeatures
 from .names import EMBEDDINGS, ENCODERS
@@ -54,19 +55,47 @@ class GraphEncoder(torch.nn.Module):
         self.conv1.reset_parameters()
         self.conv2.reset_parameters()
 
-    def propagation_graph(self, edge_index: Tensor, num_nodes: int) -> Tensor:
+    def propagation_graph(
+        self, edge_index: Tensor, num_nodes: int, degree: Tensor | None = None
+    ) -> Tensor:
         """What the convolutions consume, as a CSR ``adj_t`` (one SpMM per layer): for GCN
         the normalised ``Â = D^-½(A+I)D^-½``, for GraphSAGE the row-normalised ``D^-1 A``
-        (a node without neighbours aggregates zeros); for GAT the ``edge_index`` itself."""
+        (a node without neighbours aggregates zeros); for GAT the ``edge_index`` itself.
+
+        ``degree`` (``[num_nodes]``, from :meth:`degree` on the whole graph): for a subgraph
+        that holds all in-edges of the nodes whose outputs are kept (layer-wise inference),
+        the whole graph's normalisation, so that those rows equal the full-graph ones."""
         if self.kind == "gat":
             return edge_index
-        if self.kind == "gcn":
-            edge_index, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+        if degree is None:
+            if self.kind == "gcn":
+                edge_index, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+            else:
+                weight = 1.0 / degree_of(edge_index[1], num_nodes)[edge_index[1]]
+        elif self.kind == "gcn":  # gcn_norm's self-loops: one of weight 1 per node
+            edge_index = edge_index[:, edge_index[0] != edge_index[1]]
+            loops = torch.arange(num_nodes, device=edge_index.device).expand(2, -1)
+            edge_index = torch.cat([edge_index, loops], 1)
+            scale = degree.to(torch.get_default_dtype()).rsqrt()
+            weight = scale[edge_index[0]] * scale[edge_index[1]]
         else:
-            weight = 1.0 / degree(edge_index[1], num_nodes)[edge_index[1]]
+            weight = 1.0 / degree.to(torch.get_default_dtype())[edge_index[1]]
         with warnings.catch_warnings():  # torch's "sparse CSR is beta" notices
             warnings.simplefilter("ignore", UserWarning)
             return to_torch_csr_tensor(edge_index.flip(0), weight, size=(num_nodes, num_nodes))
+
+    def degree(self, edge_index: Tensor, num_nodes: int) -> Tensor:
+        """The degrees :meth:`propagation_graph` normalises by, counted without copying the
+        edges: GCN's in-degree with one self-loop per node (``gcn_norm``'s), GraphSAGE's
+        plain in-degree; ``None`` for GAT (its attention needs none)."""
+        if self.kind == "gat":
+            return None
+        target = edge_index[1]
+        degree = torch.bincount(target, minlength=num_nodes)
+        if self.kind == "sage":
+            return degree
+        loops = torch.bincount(target[edge_index[0] == target], minlength=num_nodes)
+        return degree - loops + 1
 
     def _first_conv(self, x: Tensor | SparseFeatures, graph: Tensor) -> Tensor:
         if not isinstance(x, SparseFeatures):
@@ -80,22 +109,39 @@ class GraphEncoder(torch.nn.Module):
         # GCNConv's Â (X W) + b with the fixed sparse X (its column mask moved to W)
         return spmm(graph, x.matmul(self.conv1.lin.weight.T)) + self.conv1.bias
 
+    def layer(self, index: int, x: Tensor | SparseFeatures, graph: Tensor) -> Tensor:
+        """Layer ``index`` (0 or 1) with its activation, on ``graph`` (from
+        :meth:`propagation_graph`): the two steps of :meth:`forward`, for layer-wise
+        inference."""
+        if index == 0:
+            return self.act1(self._first_conv(x, graph))
+        return self.act2(self.conv2(x, graph))
+
     def forward(self, x: Tensor | SparseFeatures, graph: Tensor, readout: str = "last") -> Tensor:
         """``graph``: the output of :meth:`propagation_graph`. ``readout`` (an embedding for
         the probe): ``"last"`` the last layer ``[N, hidden]``; ``"concat"`` both layers side
         by side (jumping-knowledge concatenation, ``[N, 3·hidden]``); ``"layers"`` every layer,
         the input features included, each row scaled to unit length so that no layer
         outweighs the others by its scale (``[N, in + 3·hidden]``)."""
-        if readout not in EMBEDDINGS:
-            raise ValueError(f"readout must be one of {EMBEDDINGS}, got {readout!r}")
-        first = self.act1(self._first_conv(x, graph))
-        last = self.act2(self.conv2(first, graph))
-        if readout == "last":
-            return last
-        if readout == "concat":
-            return torch.cat([first, last], dim=-1)
-        x = x.to_dense() if isinstance(x, SparseFeatures) else x
-        return torch.cat([torch.nn.functional.normalize(h, dim=-1) for h in (x, first, last)], -1)
+        check_readout(readout)
+        first = self.layer(0, x, graph)
+        return read_out(x, first, self.layer(1, first, graph), readout)
+
+
+def check_readout(readout: str) -> None:
+    if readout not in EMBEDDINGS:
+        raise ValueError(f"readout must be one of {EMBEDDINGS}, got {readout!r}")
+
+
+def read_out(x: Tensor | SparseFeatures, first: Tensor, last: Tensor, readout: str) -> Tensor:
+    """The embedding :meth:`GraphEncoder.forward` returns for ``readout``, from the input and
+    the two layers' outputs."""
+    if readout == "last":
+        return last
+    if readout == "concat":
+        return torch.cat([first, last], dim=-1)
+    x = x.to_dense() if isinstance(x, SparseFeatures) else x
+    return torch.cat([torch.nn.functional.normalize(h, dim=-1) for h in (x, first, last)], -1)
 
 
 class ProjectionHead(torch.nn.Module):

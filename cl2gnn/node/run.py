@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import resource
 import sys
+from dataclasses import replace
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..distributed import rank_and_world
 from .config import default_config
 from .datasets import load_node_dataset
 from .evaluate import default_protocol, make_split, metric_for, num_splits, probe_accuracy
+from .names import SAMPLED_KEYS_METHODS
 from .train import train_node_model
 
 # the baselines a method must beat (DESIGN §5): the probe on the raw features (the same
@@ -52,6 +55,7 @@ def run_node(
     embedding: str | None = None,
     hidden: int | None = None,
     baselines: bool = False,
+    first_seed: int = 0,
     **overrides,
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
@@ -60,25 +64,39 @@ def run_node(
     under ``splits`` (seed ``i`` trains on split ``i``), else 10. ``hidden`` sets the
     encoder and head widths; ``overrides`` are further :class:`NodeConfig` fields
     (``None`` keeps the dataset's default). ``baselines`` adds each of :data:`BASELINES`,
-    scored on the same splits, under ``"baselines"``."""
+    scored on the same splits, under ``"baselines"``. ``first_seed`` starts the seeds
+    there (``first_seed … first_seed + seeds - 1``: a long run in several parts).
+
+    Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
+    trains, rank 0 alone shows progress and probes; the other ranks return ``[]``."""
     data = load_node_dataset(dataset, root)
     protocols = tuple(protocols or (default_protocol(data),))
     if seeds is None:
         seeds = num_splits(data) if "splits" in protocols else 10
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1, got {seeds}")
-    if "splits" in protocols and seeds > num_splits(data):
+    if first_seed < 0:
+        raise ValueError(f"first_seed must be >= 0, got {first_seed}")
+    if "splits" in protocols and first_seed + seeds > num_splits(data):
         raise ValueError(
             f"seeds: {data.name} ships {num_splits(data)} splits, one per seed; got {seeds} seeds"
+            + (f" from seed {first_seed}" if first_seed else "")
         )
     changes = {"epochs": epochs, "encoder": encoder, "embedding": embedding, "hidden": hidden}
     changes = {"proj_hidden": hidden, **changes, **overrides}
-    config = default_config(data.name).with_overrides(**changes)
+    config = default_config(data.name)
+    if method not in SAMPLED_KEYS_METHODS:  # a default's sampled keys serve InfoNCE methods only
+        config = replace(config, num_keys=None)
+    config = config.with_overrides(**changes)
     metric = metric_for(data.y)
+    rank, _ = rank_and_world()
+    progress = progress and rank == 0
     rows = (method, *BASELINES) if baselines else (method,)
     scores = {(p, row): [] for p in protocols for row in rows}
     epoch_ms, final_losses = [], []
-    for seed in tqdm(range(seeds), desc=f"{data.name} {method}", disable=not progress):
+    for seed in tqdm(
+        range(first_seed, first_seed + seeds), desc=f"{data.name} {method}", disable=not progress
+    ):
         result = train_node_model(data, method, config, seed, device, progress=False)
         epoch_ms.append(result.epoch_ms)
         final_losses.append(result.losses[-1])
@@ -88,7 +106,7 @@ def run_node(
             embeddings["untrained encoder"] = train_node_model(
                 data, method, untrained, seed, device, progress=False
             ).embeddings
-        for protocol in protocols:
+        for protocol in protocols if rank == 0 else ():
             split = make_split(protocol, data, seed)
             probe = {"seed": seed, "metric": metric}
             for row, features in embeddings.items():
@@ -100,6 +118,8 @@ def run_node(
                 scores[protocol, "raw features, standardised"].append(
                     probe_accuracy(data.x, data.y, split, scaling="standard", **probe)
                 )
+    if rank != 0:
+        return []
     device_name = torch.cuda.get_device_name() if str(device).startswith("cuda") else "cpu"
     results = []
     for protocol in protocols:

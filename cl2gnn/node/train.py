@@ -79,7 +79,11 @@ def train_node_model(
     parameters of a ``torch.nn.Module`` objective are trained with the encoder).
     ``snapshot_every > 0`` also keeps the embeddings after every that many epochs (to
     choose a training length on validation nodes). With ``config.epochs == 0`` the
-    embeddings are the encoder's at its seeded initialisation (a baseline)."""
+    embeddings are the encoder's at its seeded initialisation (a baseline).
+
+    ``config.batch_size`` trains on mini-batches of seed nodes and their sampled
+    neighbourhoods instead (:mod:`cl2gnn.node.minibatch`), in one process or, under
+    ``torchrun``, across the process group."""
     if snapshot_every < 0:
         raise ValueError(f"snapshot_every must be >= 0, got {snapshot_every}")
     if config.embedding not in EMBEDDINGS:
@@ -87,6 +91,10 @@ def train_node_model(
     swa_start = config.swa_start
     if swa_start is not None:
         check_integer(swa_start, "swa_start", 1, config.epochs)
+    if config.batch_size is not None:  # sampled neighbourhoods, one process or several
+        from .minibatch import train_minibatch
+
+        return train_minibatch(data, method, config, seed, device, progress, snapshot_every)
     seed_everything(seed)
     if config.normalize_features:
         data = NormalizeFeatures()(data.clone())
