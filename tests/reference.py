@@ -186,3 +186,63 @@ def brute_knn(x, k, metric):
             s = sorted((float(x[i] @ x[j]) for j in range(n) if j != i), reverse=True)
         out.append(s[:k])
     return torch.tensor(out, dtype=f64)
+
+
+def pair_adjacency(n):
+    """``A[i, j] = 1`` when anchor ``i`` and ``j`` are the two views (``i``, ``i + n``) of a
+    sample: the positives of the two-view pair graph, ``2n × 2n``."""
+    a = torch.zeros(2 * n, 2 * n, dtype=f64)
+    for i in range(n):
+        a[i, i + n] = a[i + n, i] = 1.0
+    return a
+
+
+def add_cross_view(a, n, source, target, weight=1.0):
+    """Edge ``source -> target`` between samples: the other view of ``source`` becomes a
+    positive of each view of ``target`` (with ``weight``, added to what is there)."""
+    a[target, source + n] += weight
+    a[target + n, source] += weight
+    return a
+
+
+def info_nce_on_graph(x, a, tau):
+    """``mean_i [log Σ_{j≠i} exp(s_ij) - Σ_j Ā_ij s_ij]`` with ``s_ij = x_i·x_j/τ`` on
+    L2-normalised rows, ``A[i, j]`` the weight of ``j`` as a positive of anchor ``i`` and
+    ``Ā = D^-½ A D^-½``, ``D`` the anchors' summed weights."""
+    x = torch.nn.functional.normalize(x.to(f64), dim=1)
+    deg = a.sum(1)
+    terms = []
+    for i in range(x.size(0)):
+        s = torch.stack([x[i] @ x[j] for j in range(x.size(0))]) / tau
+        others = torch.cat([s[:i], s[i + 1 :]])
+        positives = [j for j in range(x.size(0)) if a[i, j] > 0]
+        positive = sum(a[i, j] / (deg[i] * deg[j]).sqrt() * s[j] for j in positives)
+        terms.append(torch.logsumexp(others, 0) - positive)
+    return torch.stack(terms).mean()
+
+
+def attention_nt_xent(z1, z2, h1, h2, tau, beta):
+    """Eq. 15 with the paper's normalisation: each anchor's NT-Xent term weighted by
+    ``a_i = exp(β cos(h_i, h_p)) / mean_{k≠i} exp(β cos(h_i, h_k))`` (detached), ``p`` its
+    other view; mean over the 2B anchors."""
+    z = torch.nn.functional.normalize(torch.cat([z1, z2]).to(f64), dim=1)
+    h = torch.nn.functional.normalize(torch.cat([h1, h2]).to(f64), dim=1).detach()
+    n, b = z.size(0), z1.size(0)
+    terms = []
+    for i in range(n):
+        p = (i + b) % n
+        others = [j for j in range(n) if j != i]
+        scores = torch.stack([torch.exp(beta * h[i] @ h[k]) for k in others])
+        a = torch.exp(beta * h[i] @ h[p]) / scores.mean()
+        lse = torch.logsumexp(torch.stack([z[i] @ z[j] for j in others]) / tau, 0)
+        terms.append(a * (lse - z[i] @ z[p] / tau))
+    return torch.stack(terms).mean()
+
+
+def simsiam_loss(p1, p2, t1, t2):
+    """``-½ [mean cos(p1, t2) + mean cos(p2, t1)]`` (targets taken as given)."""
+
+    def cos(a, b):
+        return torch.stack([a[i] @ b[i] / (a[i].norm() * b[i].norm()) for i in range(a.size(0))])
+
+    return -0.5 * (cos(p1.to(f64), t2.to(f64)).mean() + cos(p2.to(f64), t1.to(f64)).mean())
