@@ -12,7 +12,14 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from cl2gnn.cli import main
-from cl2gnn.node import NodeConfig, load_node_dataset, make_split, probe_scores, run_node
+from cl2gnn.node import (
+    NodeConfig,
+    default_config,
+    load_node_dataset,
+    make_split,
+    probe_scores,
+    run_node,
+)
 from cl2gnn.node.evaluate import C_GRID, default_protocol, metric_for
 from cl2gnn.node.names import HETEROPHILOUS
 from cl2gnn.node.train import train_node_model
@@ -191,7 +198,7 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
     data = load_node_dataset(path)
     assert metric_for(data.y) == "roc_auc"
     # the scores are ROC-AUCs of the probe's probabilities: the reference, split by split
-    config = NodeConfig(hidden=8, proj_hidden=8, epochs=2)
+    config = default_config(data.name).with_overrides(hidden=8, proj_hidden=8, epochs=2)
     for seed, score in enumerate(result["scores"]):
         embeddings = train_node_model(data, "grace", config, seed, progress=False).embeddings
         split = make_split("splits", data, seed)
@@ -200,26 +207,30 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
 
 
 def test_run_node_on_splits_with_baselines(tmp_path):
-    path = write(tmp_path / "g.npz", graph_arrays(splits=3))
-    (result,) = run_node(path, epochs=2, hidden=8, baselines=True, progress=False)
+    path = write(tmp_path / "g.npz", graph_arrays(n=120, splits=3))
+    train = {"hidden": 8, "learning_rate": 0.05}  # a short run that moves the encoder
+    (result,) = run_node(path, epochs=10, baselines=True, progress=False, **train)
     assert result["seeds"] == 3 and result["protocol"] == "splits"
     assert result["metric"] == "accuracy" and result["accuracy_mean"] == result["score_mean"]
     data = load_node_dataset(path)
     base = result["baselines"]
-    raw = [probe_scores(data.x, data.y, make_split("splits", data, s), s)["test"] for s in range(3)]
+
+    def probe(features, seed, **options):
+        return probe_scores(features, data.y, make_split("splits", data, seed), seed, **options)
+
+    raw = [probe(data.x, s)["test"] for s in range(3)]
     assert base["raw features"]["scores"] == pytest.approx(raw)
-    standardised = [
-        probe_scores(data.x, data.y, make_split("splits", data, s), s, scaling="standard")["test"]
-        for s in range(3)
-    ]
+    standardised = [probe(data.x, s, scaling="standard")["test"] for s in range(3)]
     assert base["raw features, standardised"]["scores"] == pytest.approx(standardised)
     # the untrained encoder: the same seeded initialisation, no training step
-    config = NodeConfig(hidden=8, proj_hidden=8, epochs=0)
-    untrained = []
-    for seed in range(3):
-        embeddings = train_node_model(data, "grace", config, seed, progress=False).embeddings
-        untrained.append(probe_scores(embeddings, data.y, make_split("splits", data, seed), seed))
-    assert base["untrained encoder"]["scores"] == pytest.approx([u["test"] for u in untrained])
+    config = default_config(data.name).with_overrides(hidden=8, proj_hidden=8, epochs=0)
+    config = config.with_overrides(learning_rate=0.05)
+    untrained = [
+        probe(train_node_model(data, "grace", config, s, progress=False).embeddings, s)["test"]
+        for s in range(3)
+    ]
+    assert untrained != result["scores"]  # the trained encoder scores otherwise
+    assert base["untrained encoder"]["scores"] == pytest.approx(untrained)
     with pytest.raises(ValueError, match="ships 3 splits"):
         run_node(path, seeds=4, epochs=1, progress=False)
 
