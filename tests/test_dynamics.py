@@ -3,9 +3,13 @@
 import json
 
 import pytest
+import torch
 
+import cl2gnn.dynamics.proposition2 as proposition2
 from cl2gnn.cli import main
 from cl2gnn.dynamics import STUDIES, run_study
+
+from . import reference as ref
 
 
 def test_message_passing_alignment_collapses_uniformity_spreads_contrastive_separates(tmp_path):
@@ -21,10 +25,52 @@ def test_message_passing_alignment_collapses_uniformity_spreads_contrastive_sepa
     assert (tmp_path / "message-passing-features.png").stat().st_size > 10_000
 
 
-def test_proposition2_bound_holds_every_step(tmp_path):
+def test_proposition2_bound_holds_every_step(tmp_path, monkeypatch):
+    # the study's own numbers and booleans, recomputed here from what it ran: the graph and
+    # step it used, the trajectory of its alignment steps, and a dense float64 spectrum of
+    # each class's normalised Laplacian (tests/reference.py)
+    used, trajectory = {}, []
+
+    def class_spectra(edge_index, labels):
+        used.update(edge_index=edge_index, labels=labels)
+        return real_spectra(edge_index, labels)
+
+    class RecordedAlignConv(proposition2.AlignConv):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            used["step"] = self.step
+
+        def forward(self, x, edge_index):
+            out = super().forward(x, edge_index)
+            trajectory.extend([x, out] if not trajectory else [out])
+            return out
+
+    real_spectra = proposition2.class_spectra
+    monkeypatch.setattr(proposition2, "class_spectra", class_spectra)
+    monkeypatch.setattr(proposition2, "AlignConv", RecordedAlignConv)
     m = run_study("proposition2", tmp_path, steps=60, n_per_class=40).metrics
+    assert len(trajectory) == 61
+    edge_index, labels, step = used["edge_index"], used["labels"], used["step"]
+    for k, key in enumerate(("connected", "disconnected")):
+        members = torch.nonzero(labels == k).view(-1)
+        adj = ref.dense_adjacency(edge_index, labels.numel())[members][:, members]
+        eig = torch.linalg.eigvalsh(
+            torch.eye(members.numel(), dtype=ref.f64) - ref.sym_normalized(adj)
+        )
+        bound = max(abs(1 - 2 * step * eig[1]), abs(1 - 2 * step * eig[-1]))
+        u = adj.sum(1).sqrt() / adj.sum(1).sqrt().norm()  # null space of L: span(D^½ 1)
+        dist = torch.stack(
+            [(x[members] - u[:, None] * (u @ x[members])).norm() for x in trajectory]
+        )
+        usable = dist[:-1] > 1e-9 * dist[0]
+        ratios = (dist[1:] / dist[:-1])[usable]
+        assert m[f"{key}_lambda_2"] == pytest.approx(float(eig[1]), abs=1e-9)
+        assert m[f"{key}_bound"] == pytest.approx(float(bound), rel=1e-9)
+        assert m[f"{key}_max_ratio"] == pytest.approx(float(ratios.max()), rel=1e-9)
+        assert bool((ratios <= bound * (1 + 1e-9)).all())  # Proposition 2, recomputed
+        assert m[f"{key}_bound_holds_every_step"] is True  # and as the study reports it
+        assert m[f"{key}_final_over_initial"] == pytest.approx(float(dist[-1] / dist[0]), rel=1e-9)
     assert m["connected_lambda_2"] > 0.05 and abs(m["disconnected_lambda_2"]) < 1e-9
-    assert m["connected_bound_holds_every_step"] and m["disconnected_bound_holds_every_step"]
     assert m["connected_max_ratio"] > 0.95 * m["connected_bound"]  # the bound is tight
     assert m["connected_final_over_initial"] < 1e-3  # contracts to one direction
     assert m["disconnected_final_over_initial"] > 0.05  # does not

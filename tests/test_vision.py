@@ -1,5 +1,6 @@
 """Image SSL: augmentations, datasets, kNN monitor, checkpoint/resume, the examples."""
 
+import colorsys
 import importlib.util
 import zipfile
 from pathlib import Path
@@ -51,7 +52,26 @@ def test_augment_identity_settings_reproduce_the_image():
     assert torch.allclose(flipped * 0.5 + 0.5, images.float().flip(-1) / 255, atol=1e-5)
 
 
-def test_hsv_roundtrip():
+def hsv_cases():
+    """Random colours plus the branch edges: greys (no hue), black, white, and each
+    channel tied for the maximum."""
+    edges = [[0, 0, 0], [1, 1, 1], [0.5, 0.5, 0.5], [1, 0, 0], [0.7, 0.7, 0.2], [0.2, 0.7, 0.7]]
+    edges += [[0.7, 0.2, 0.7], [0.3, 0.9, 0.1], [0.1, 0.3, 0.9]]
+    return torch.rand(200, 3, dtype=torch.float64).tolist() + edges
+
+
+def test_hsv_conversions_match_colorsys():
+    # each direction against Python's colorsys (the round trip alone would pass two
+    # conversions that share a wrong convention, e.g. hue running the other way)
+    rgb = hsv_cases()
+    image = torch.tensor(rgb, dtype=torch.float64).T.reshape(1, 3, -1, 1)
+    hsv = rgb_to_hsv(image).reshape(3, -1).T
+    expected = torch.tensor([colorsys.rgb_to_hsv(*p) for p in rgb], dtype=torch.float64)
+    assert torch.allclose(hsv, expected, atol=1e-12)
+    hsv_in = [*torch.rand(200, 3, dtype=torch.float64).tolist(), [0.999, 1.0, 1.0], [0.5, 0, 0.3]]
+    back = hsv_to_rgb(torch.tensor(hsv_in, dtype=torch.float64).T.reshape(1, 3, -1, 1))
+    expected = torch.tensor([colorsys.hsv_to_rgb(*p) for p in hsv_in], dtype=torch.float64)
+    assert torch.allclose(back.reshape(3, -1).T, expected, atol=1e-12)
     x = torch.rand(5, 3, 4, 4)
     assert torch.allclose(hsv_to_rgb(rgb_to_hsv(x)), x, atol=1e-5)
 
