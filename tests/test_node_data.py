@@ -207,26 +207,30 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
 
 
 def test_run_node_on_splits_with_baselines(tmp_path):
-    path = write(tmp_path / "g.npz", graph_arrays(splits=3))
-    (result,) = run_node(path, epochs=2, hidden=8, baselines=True, progress=False)
+    path = write(tmp_path / "g.npz", graph_arrays(n=120, splits=3))
+    train = {"hidden": 8, "learning_rate": 0.05}  # a short run that moves the encoder
+    (result,) = run_node(path, epochs=10, baselines=True, progress=False, **train)
     assert result["seeds"] == 3 and result["protocol"] == "splits"
     assert result["metric"] == "accuracy" and result["accuracy_mean"] == result["score_mean"]
     data = load_node_dataset(path)
     base = result["baselines"]
-    raw = [probe_scores(data.x, data.y, make_split("splits", data, s), s)["test"] for s in range(3)]
+
+    def probe(features, seed, **options):
+        return probe_scores(features, data.y, make_split("splits", data, seed), seed, **options)
+
+    raw = [probe(data.x, s)["test"] for s in range(3)]
     assert base["raw features"]["scores"] == pytest.approx(raw)
-    standardised = [
-        probe_scores(data.x, data.y, make_split("splits", data, s), s, scaling="standard")["test"]
-        for s in range(3)
-    ]
+    standardised = [probe(data.x, s, scaling="standard")["test"] for s in range(3)]
     assert base["raw features, standardised"]["scores"] == pytest.approx(standardised)
     # the untrained encoder: the same seeded initialisation, no training step
     config = default_config(data.name).with_overrides(hidden=8, proj_hidden=8, epochs=0)
-    untrained = []
-    for seed in range(3):
-        embeddings = train_node_model(data, "grace", config, seed, progress=False).embeddings
-        untrained.append(probe_scores(embeddings, data.y, make_split("splits", data, seed), seed))
-    assert base["untrained encoder"]["scores"] == pytest.approx([u["test"] for u in untrained])
+    config = config.with_overrides(learning_rate=0.05)
+    untrained = [
+        probe(train_node_model(data, "grace", config, s, progress=False).embeddings, s)["test"]
+        for s in range(3)
+    ]
+    assert untrained != result["scores"]  # the trained encoder scores otherwise
+    assert base["untrained encoder"]["scores"] == pytest.approx(untrained)
     with pytest.raises(ValueError, match="ships 3 splits"):
         run_node(path, seeds=4, epochs=1, progress=False)
 

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from ..distributed import rank_and_world
 from .config import default_config
 from .datasets import load_node_dataset
 from .evaluate import default_protocol, make_split, metric_for, num_splits, probe_accuracy
@@ -64,7 +65,10 @@ def run_node(
     encoder and head widths; ``overrides`` are further :class:`NodeConfig` fields
     (``None`` keeps the dataset's default). ``baselines`` adds each of :data:`BASELINES`,
     scored on the same splits, under ``"baselines"``. ``first_seed`` starts the seeds
-    there (``first_seed … first_seed + seeds - 1``: a long run in several parts)."""
+    there (``first_seed … first_seed + seeds - 1``: a long run in several parts).
+
+    Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
+    trains, rank 0 alone shows progress and probes; the other ranks return ``[]``."""
     data = load_node_dataset(dataset, root)
     protocols = tuple(protocols or (default_protocol(data),))
     if seeds is None:
@@ -85,6 +89,8 @@ def run_node(
         config = replace(config, num_keys=None)
     config = config.with_overrides(**changes)
     metric = metric_for(data.y)
+    rank, _ = rank_and_world()
+    progress = progress and rank == 0
     rows = (method, *BASELINES) if baselines else (method,)
     scores = {(p, row): [] for p in protocols for row in rows}
     epoch_ms, final_losses = [], []
@@ -100,7 +106,7 @@ def run_node(
             embeddings["untrained encoder"] = train_node_model(
                 data, method, untrained, seed, device, progress=False
             ).embeddings
-        for protocol in protocols:
+        for protocol in protocols if rank == 0 else ():
             split = make_split(protocol, data, seed)
             probe = {"seed": seed, "metric": metric}
             for row, features in embeddings.items():
@@ -112,6 +118,8 @@ def run_node(
                 scores[protocol, "raw features, standardised"].append(
                     probe_accuracy(data.x, data.y, split, scaling="standard", **probe)
                 )
+    if rank != 0:
+        return []
     device_name = torch.cuda.get_device_name() if str(device).startswith("cuda") else "cpu"
     results = []
     for protocol in protocols:
