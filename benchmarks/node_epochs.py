@@ -8,31 +8,28 @@ seeds, is chosen without looking at the test nodes, and its test accuracy report
 
 Prints a Markdown table per configuration (accuracy in percent, mean ± std over seeds
 0 … n−1) and appends one JSON line per configuration to ``--out``; ``--report PATH``
-prints the tables of such a file again without training.
+prints the tables of such a file again without training. The options and every entry of
+the list are checked before torch loads (``prog: error: ...`` naming the file and entry,
+exit 2, nothing written), the dataset's public split before the first training.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import warnings
 from pathlib import Path
 
+import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
-from node_sweep import parse_entry  # benchmarks/node_sweep.py
+from node_sweep import parse_entry
 
-from cl2gnn.node import (
-    default_config,
-    load_node_dataset,
-    make_split,
-    probe_accuracy,
-    probe_scores,
-    train_node_model,
-)
+from cl2gnn import _cli
 
 
 def snapshot_scores(data, method: str, config, seeds: int, every: int) -> dict:
     """``{epoch: {"validation": [...], "public": [...], "grace": [...]}}``, one value per seed."""
+    from cl2gnn.node import make_split, probe_accuracy, probe_scores, train_node_model
+
     public = make_split("public", data, 0)
     curves: dict[int, dict[str, list[float]]] = {}
     for seed in range(seeds):
@@ -68,26 +65,46 @@ def report(entry: dict, seeds: int, curves: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    _cli.quiet_pyg_warning()
+    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "configs", nargs="?", help="JSON list of {method, <NodeConfig field>: value}"
+        "configs",
+        nargs="?",
+        type=_node_args.config_list,
+        help="JSON list of {method, <NodeConfig field>: value}",
     )
-    parser.add_argument("--dataset", default="Cora")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--every", type=int, default=25)
-    parser.add_argument("--out", default="runs/node_epochs.jsonl")
-    parser.add_argument("--report", help="print the tables of a saved --out file and stop")
+    parser.add_argument(
+        "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
+    )
+    parser.add_argument("--seeds", type=_cli.positive_int, default=3)
+    parser.add_argument("--every", type=_cli.positive_int, default=25, help="epochs")
+    parser.add_argument("--out", type=_cli.output_file, default="runs/node_epochs.jsonl")
+    parser.add_argument(
+        "--report",
+        type=_cli.existing_path,
+        metavar="JSONL",
+        help="print the tables of a saved --out file and stop",
+    )
     args = parser.parse_args()
-    if args.report:
-        for line in Path(args.report).read_text().splitlines():
-            record = json.loads(line)
-            entry = {k: v for k, v in record.items() if k not in ("seeds", "curves")}
-            report(entry, record["seeds"], record["curves"])
-        return
-    warnings.filterwarnings("ignore")
+    if (args.configs is None) == (args.report is None):
+        parser.error("give either a configs file or --report JSONL")
+    with _cli.user_errors(parser.prog):
+        if args.report:
+            for record in _node_args.read_jsonl(args.report, ("method", "seeds", "curves")):
+                entry = {k: v for k, v in record.items() if k not in ("seeds", "curves")}
+                report(entry, record["seeds"], record["curves"])
+            return
+        run(args)
+
+
+def run(args) -> None:
+    from cl2gnn.node import default_config, load_node_dataset, make_split
+
+    warnings.filterwarnings("ignore")  # the probes' convergence notices, run after run
     data = load_node_dataset(args.dataset)
+    make_split("public", data, 0)  # a dataset without one fails here, before any training
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    for entry in json.loads(Path(args.configs).read_text()):
+    for entry in args.configs:
         method, overrides = parse_entry(entry)
         config = default_config(data.name).with_overrides(**overrides)
         curves = snapshot_scores(data, method, config, args.seeds, args.every)

@@ -6,40 +6,45 @@ a finer ``C`` grid, and the Adam-trained probe behind CCA-SSG's and GraphMAE's n
 
     python benchmarks/node_readout.py --methods grace neighbors --hidden 256 --seeds 3
 
-Accuracy in percent, mean ± std over seeds 0 … n−1, printed as two Markdown tables.
+Accuracy in percent, mean ± std over seeds 0 … n−1, printed as two Markdown tables. The
+options are checked before torch loads (``prog: error: ...``, exit 2), the dataset's public
+split before the first training.
 """
 
 from __future__ import annotations
 
-import argparse
 import warnings
+from typing import TYPE_CHECKING
 
+import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
-import torch
-from torch_geometric.nn.conv.gcn_conv import gcn_norm
-from torch_geometric.utils import spmm, to_torch_csr_tensor
 
-from cl2gnn.node import (
-    adam_probe_scores,
-    default_config,
-    load_node_dataset,
-    make_split,
-    probe_accuracy,
-)
-from cl2gnn.node.evaluate import C_GRID
-from cl2gnn.node.train import train_node_model
+from cl2gnn import _cli
+from cl2gnn.node.names import METHODS
+
+if TYPE_CHECKING:
+    import torch
 
 FINE_GRID = 2.0 ** np.arange(-8, 13, 1)
-PROBES = {  # name -> (embeddings, y, split, seed) -> test accuracy; the first is the default
-    "L2, coarse (library)": lambda *a: probe_accuracy(*a, scaling="l2", c_grid=C_GRID),
-    "L2, fine": lambda *a: probe_accuracy(*a, scaling="l2", c_grid=FINE_GRID),
-    "standardised, fine": lambda *a: probe_accuracy(*a, scaling="standard", c_grid=FINE_GRID),
-    "raw, fine": lambda *a: probe_accuracy(*a, scaling="none", c_grid=FINE_GRID),
-    "raw, Adam": lambda *a: adam_probe_scores(*a)["test"],
-}
+
+
+def probes() -> dict:
+    """name -> (embeddings, y, split, seed) -> test accuracy; the first is the default."""
+    from cl2gnn.node import adam_probe_scores, probe_accuracy
+    from cl2gnn.node.evaluate import C_GRID
+
+    return {
+        "L2, coarse (library)": lambda *a: probe_accuracy(*a, scaling="l2", c_grid=C_GRID),
+        "L2, fine": lambda *a: probe_accuracy(*a, scaling="l2", c_grid=FINE_GRID),
+        "standardised, fine": lambda *a: probe_accuracy(*a, scaling="standard", c_grid=FINE_GRID),
+        "raw, fine": lambda *a: probe_accuracy(*a, scaling="none", c_grid=FINE_GRID),
+        "raw, Adam": lambda *a: adam_probe_scores(*a)["test"],
+    }
 
 
 def readouts(embedding: torch.Tensor, hidden: int, adj: torch.Tensor, hops: list[int]) -> dict:
+    from torch_geometric.utils import spmm
+
     out = {"last layer": embedding[:, 2 * hidden :], "concat": embedding}
     for k in range(1, max(hops, default=0) + 1):
         embedding = spmm(adj, embedding)
@@ -53,16 +58,34 @@ def mean_std(values: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="Cora")
-    parser.add_argument("--methods", nargs="+", default=["grace", "neighbors"])
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument("--epochs", type=int, help="default: the dataset's")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--hops", type=int, nargs="*", default=[1, 2, 4, 8])
+    _cli.quiet_pyg_warning()
+    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
+    )
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=["grace", "neighbors"])
+    parser.add_argument("--hidden", type=_cli.positive_int, default=256)
+    parser.add_argument("--epochs", type=_cli.positive_int, help="default: the dataset's")
+    parser.add_argument("--seeds", type=_cli.positive_int, default=3)
+    parser.add_argument(
+        "--hops", type=_cli.positive_int, nargs="*", default=[1, 2, 4, 8], help="powers of Â"
+    )
     args = parser.parse_args()
-    warnings.filterwarnings("ignore")
+    with _cli.user_errors(parser.prog):
+        run(args)
+
+
+def run(args) -> None:
+    from torch_geometric.nn.conv.gcn_conv import gcn_norm
+    from torch_geometric.utils import to_torch_csr_tensor
+
+    from cl2gnn.node import default_config, load_node_dataset, make_split, probe_accuracy
+    from cl2gnn.node.train import train_node_model
+
+    warnings.filterwarnings("ignore")  # the probes' convergence notices, run after run
     data = load_node_dataset(args.dataset)
+    make_split("public", data, 0)  # a dataset without one fails here, before any training
+    probe_fns = probes()
     config = default_config(data.name).with_overrides(
         hidden=args.hidden, proj_hidden=args.hidden, embedding="concat", epochs=args.epochs
     )
@@ -80,18 +103,18 @@ def main() -> None:
                 if name not in ("last layer", "concat"):
                     continue
                 split = make_split("public", data, seed)
-                for probe_name, run_probe in PROBES.items():
+                for probe_name, run_probe in probe_fns.items():
                     accuracy = run_probe(feats, data.y, split, seed)
                     probe.setdefault((method, name, probe_name), []).append(accuracy)
     print("| method | read-out | GRACE protocol | public split |\n|---|---|---|---|")
     for method, name, _ in list(read)[::2]:
         cells = [mean_std(read[(method, name, p)]) for p in ("grace", "public")]
         print(f"| {method} | {name} | {' | '.join(cells)} |")
-    print("\n| method | embedding | " + " | ".join(PROBES) + " |")
-    print("|---|---|" + "---|" * len(PROBES))
+    print("\n| method | embedding | " + " | ".join(probe_fns) + " |")
+    print("|---|---|" + "---|" * len(probe_fns))
     for method in args.methods:
         for name in ("concat", "last layer"):
-            cells = [mean_std(probe[(method, name, p)]) for p in PROBES]
+            cells = [mean_std(probe[(method, name, p)]) for p in probe_fns]
             print(f"| {method} | {name} | {' | '.join(cells)} |")
 
 

@@ -4,18 +4,22 @@
 
     python benchmarks/node_sweep.py benchmarks/configs/cora_public.json --out runs/sweep.jsonl
 
-One JSON line per configuration is appended to ``--out`` as soon as it finishes.
+One JSON line per configuration is appended to ``--out`` as soon as it finishes. The options
+and every entry of the list are checked before torch loads (``prog: error: ...`` naming the
+file and entry, exit 2, nothing written), the dataset's public split before the first
+training.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 import warnings
 from pathlib import Path
 
-from cl2gnn.node import run_node
+import _node_args  # benchmarks/ is the script's folder, on sys.path
+
+from cl2gnn import _cli
 
 PROTOCOLS = ("public", "grace")
 
@@ -27,6 +31,8 @@ def parse_entry(entry: dict) -> tuple[str, dict]:
 
 
 def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
+    from cl2gnn.node import run_node
+
     method, overrides = parse_entry(entry)
     start = time.perf_counter()
     results = run_node(dataset, method, PROTOCOLS, seeds, progress=False, **overrides)
@@ -38,20 +44,36 @@ def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
     return {**entry, "seeds": seeds, **summary, "epoch_ms": epoch_ms, "seconds": seconds}
 
 
+def check_public_split(name: str) -> None:
+    """``ValueError`` unless dataset ``name`` loads and has Planetoid's public split."""
+    from cl2gnn.node import load_node_dataset, make_split
+
+    make_split("public", load_node_dataset(name), 0)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("configs", help="JSON list of {method, <NodeConfig field>: value}")
-    parser.add_argument("--dataset", default="Cora")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--out", default="runs/node_sweep.jsonl")
+    _cli.quiet_pyg_warning()
+    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "configs",
+        type=_node_args.config_list,
+        help="JSON list of {method, <NodeConfig field>: value}",
+    )
+    parser.add_argument(
+        "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
+    )
+    parser.add_argument("--seeds", type=_cli.positive_int, default=3)
+    parser.add_argument("--out", type=_cli.output_file, default="runs/node_sweep.jsonl")
     args = parser.parse_args()
-    warnings.filterwarnings("ignore")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    for entry in json.loads(Path(args.configs).read_text()):
-        record = run_entry(args.dataset, entry, args.seeds)
-        print(json.dumps(record), flush=True)
-        with open(args.out, "a") as out:
-            out.write(json.dumps(record) + "\n")
+    warnings.filterwarnings("ignore")  # the probes' convergence notices, run after run
+    with _cli.user_errors(parser.prog):
+        check_public_split(args.dataset)
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        for entry in args.configs:
+            record = run_entry(args.dataset, entry, args.seeds)
+            print(json.dumps(record), flush=True)
+            with open(args.out, "a") as out:
+                out.write(json.dumps(record) + "\n")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,8 @@ accuracy in percent, mean ± std over seeds 0 … n−1.
 
 One JSON line per (dataset, embedding) is appended to ``--out``; the table is printed and
 the contextual SBMs' accuracy against homophily is plotted to ``--plot``. ``--report
-JSONL`` rebuilds both from such a file.
+JSONL`` rebuilds both from such a file. The options are checked before torch loads
+(``prog: error: ...``, exit 2, nothing written); the plot appears only complete.
 """
 
 from __future__ import annotations
@@ -28,21 +29,40 @@ import argparse
 import json
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
-import torch
-from torch_geometric.data import Data
 
-from cl2gnn.graphs import sbm_graph
-from cl2gnn.node import NodeConfig, load_node_dataset, make_split, probe_accuracy
-from cl2gnn.node.datasets import feature_knn_dataset
-from cl2gnn.node.models import GraphEncoder
-from cl2gnn.node.train import seed_everything, train_node_model
+from cl2gnn import _cli
+from cl2gnn.node.names import METHODS
+
+if TYPE_CHECKING:
+    import torch
+    from torch_geometric.data import Data
+
+    from cl2gnn.node import NodeConfig
+
+# the file types matplotlib's savefig writes (it goes by the suffix)
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff")
+RECORD_KEYS = ("dataset", "nodes", "embedding", "accuracy_mean", "accuracy_std")
+
+
+def plot_file(text: str) -> str:
+    """An argparse type: a file :func:`report` can plot into (its suffix names the format)."""
+    if Path(text).suffix.lower() not in PLOT_SUFFIXES:
+        raise argparse.ArgumentTypeError(
+            f"must end in one of {', '.join(PLOT_SUFFIXES)} (the image format), got {text!r}"
+        )
+    return _cli.output_file(text)
 
 
 def breast_cancer_knn() -> Data:
+    import torch
     from sklearn.datasets import load_breast_cancer
     from sklearn.preprocessing import StandardScaler
+
+    from cl2gnn.node.datasets import feature_knn_dataset
 
     table = load_breast_cancer()
     x = torch.tensor(StandardScaler().fit_transform(table.data), dtype=torch.float32)
@@ -53,6 +73,11 @@ def planted_partition(homophily: float, classes: int = 5, per_class: int = 400) 
     """A contextual stochastic block model: an SBM graph of average degree 6 whose edges
     stay inside a class with probability ``homophily``, and Gaussian features around a
     random mean per class (noisy enough that the graph matters)."""
+    import torch
+    from torch_geometric.data import Data
+
+    from cl2gnn.graphs import sbm_graph
+
     n = classes * per_class
     p = 6.0 * homophily / (per_class - 1)
     q = 6.0 * (1 - homophily) / (n - per_class)
@@ -66,6 +91,11 @@ def planted_partition(homophily: float, classes: int = 5, per_class: int = 400) 
 
 
 def random_encoder(data: Data, config: NodeConfig, seed: int) -> torch.Tensor:
+    import torch
+
+    from cl2gnn.node.models import GraphEncoder
+    from cl2gnn.node.train import seed_everything
+
     seed_everything(seed)
     encoder = GraphEncoder(data.num_features, config.hidden, config.activation).eval()
     with torch.no_grad():
@@ -74,6 +104,9 @@ def random_encoder(data: Data, config: NodeConfig, seed: int) -> torch.Tensor:
 
 def evaluate(data: Data, methods: list[str], seeds: int) -> list[dict]:
     """One record per embedding (the two baselines, then each method) on ``data``."""
+    from cl2gnn.node import NodeConfig, make_split, probe_accuracy
+    from cl2gnn.node.train import train_node_model
+
     config = NodeConfig()  # Cora's (GRACE's) configuration, untouched
     scores: dict[str, list[float]] = {}
     epoch_ms: dict[str, float] = {}
@@ -131,23 +164,41 @@ def report(rows: list[dict], plot: str) -> None:
     ax.set_title("Cora's defaults on contextual SBMs")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(plot, dpi=120)
+    with _cli.atomic_path(plot) as partial:  # the same suffix: savefig's format
+        fig.savefig(partial, dpi=120)
+    plt.close(fig)
     print(f"\nplot: {plot}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--methods", nargs="+", default=["grace", "neighbors"])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--homophily", type=float, nargs="+", default=[0.9, 0.7, 0.5, 0.3])
-    parser.add_argument("--out", default="runs/node_transfer.jsonl")
-    parser.add_argument("--plot", default="runs/node_transfer.png")
-    parser.add_argument("--report", metavar="JSONL", help="only rebuild table and plot")
+    _cli.quiet_pyg_warning()
+    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--methods", nargs="+", choices=METHODS, default=["grace", "neighbors"])
+    parser.add_argument("--seeds", type=_cli.positive_int, default=5)
+    parser.add_argument(
+        "--homophily",
+        type=_cli.probability,
+        nargs="+",
+        default=[0.9, 0.7, 0.5, 0.3],
+        help="the contextual SBMs' share of edges inside a class",
+    )
+    parser.add_argument("--out", type=_cli.output_file, default="runs/node_transfer.jsonl")
+    parser.add_argument("--plot", type=plot_file, default="runs/node_transfer.png")
+    parser.add_argument(
+        "--report", type=_cli.existing_path, metavar="JSONL", help="only rebuild table and plot"
+    )
     args = parser.parse_args()
-    if args.report:
-        report([json.loads(line) for line in Path(args.report).read_text().splitlines()], args.plot)
-        return
-    warnings.filterwarnings("ignore")
+    with _cli.user_errors(parser.prog):
+        if args.report:
+            report(_node_args.read_jsonl(args.report, RECORD_KEYS), args.plot)
+            return
+        run(args)
+
+
+def run(args) -> None:
+    from cl2gnn.node import load_node_dataset
+
+    warnings.filterwarnings("ignore")  # the probes' convergence notices, run after run
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     datasets = [load_node_dataset("digits-knn"), breast_cancer_knn()]
     datasets += [planted_partition(h) for h in args.homophily]

@@ -20,7 +20,8 @@ HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib
 TINY = ["--subset", "64", "--batch-size", "32", "--epochs", "1", "--no-progress"]
 
 # (script, arguments, what the message must name); OUT stands for tmp_path/out, which holds
-# the user's file.txt
+# the user's file.txt, CONFIGS for a shipped configuration list
+CONFIGS = str(ROOT / "benchmarks" / "configs" / "cora_public.json")
 ARGUMENT_ERRORS = [
     ("examples/simclr.py", ["--epochs", "0"], "--epochs"),
     ("examples/simclr.py", ["--epochs", "-1"], "--epochs"),
@@ -102,6 +103,59 @@ ARGUMENT_ERRORS = [
     ("benchmarks/distributed.py", ["--budget-gb", "-1"], "--budget-gb"),
     ("benchmarks/distributed.py", ["--methods", "nope"], "--methods"),
     ("benchmarks/distributed.py", ["--name", "../x"], "--name"),
+    ("benchmarks/node_sweep.py", [], "configs"),
+    ("benchmarks/node_sweep.py", ["OUT/missing.json"], "missing.json"),
+    ("benchmarks/node_sweep.py", ["OUT/file.txt"], "file.txt: not JSON"),
+    ("benchmarks/node_sweep.py", ["CONFIGS", "--seeds", "0"], "--seeds"),
+    ("benchmarks/node_sweep.py", ["CONFIGS", "--dataset", "nope"], "--dataset"),
+    ("benchmarks/node_sweep.py", ["CONFIGS", "--dataset", "OUT/missing.npz"], "--dataset"),
+    ("benchmarks/node_sweep.py", ["CONFIGS", "--out", "OUT"], "--out"),
+    ("benchmarks/node_epochs.py", [], "--report"),  # neither configs nor --report
+    ("benchmarks/node_epochs.py", ["CONFIGS", "--report", "OUT/file.txt"], "--report"),
+    ("benchmarks/node_epochs.py", ["--report", "OUT/missing.jsonl"], "--report"),
+    ("benchmarks/node_epochs.py", ["CONFIGS", "--every", "0"], "--every"),
+    ("benchmarks/node_epochs.py", ["CONFIGS", "--seeds", "-1"], "--seeds"),
+    ("benchmarks/node_epochs.py", ["CONFIGS", "--dataset", "cora2"], "--dataset"),
+    ("benchmarks/node_epochs.py", ["CONFIGS", "--out", "OUT/file.txt/x.jsonl"], "--out"),
+    ("benchmarks/node_readout.py", ["--methods", "nope"], "--methods"),
+    ("benchmarks/node_readout.py", ["--hidden", "0"], "--hidden"),
+    ("benchmarks/node_readout.py", ["--epochs", "-1"], "--epochs"),
+    ("benchmarks/node_readout.py", ["--seeds", "0"], "--seeds"),
+    ("benchmarks/node_readout.py", ["--hops", "1", "0"], "--hops"),
+    ("benchmarks/node_readout.py", ["--dataset", "nope"], "--dataset"),
+    ("benchmarks/node_transfer.py", ["--methods", "nope"], "--methods"),
+    ("benchmarks/node_transfer.py", ["--seeds", "0"], "--seeds"),
+    ("benchmarks/node_transfer.py", ["--homophily", "0.5", "1.5"], "--homophily"),
+    ("benchmarks/node_transfer.py", ["--homophily", "nan"], "--homophily"),
+    ("benchmarks/node_transfer.py", ["--plot", "OUT/plot.txt"], "--plot"),
+    ("benchmarks/node_transfer.py", ["--plot", "OUT/file.txt/p.png"], "--plot"),
+    ("benchmarks/node_transfer.py", ["--out", "OUT"], "--out"),
+    ("benchmarks/node_transfer.py", ["--report", "OUT/missing.jsonl"], "--report"),
+]
+# a configuration list's entries, checked while parsing: (file content, what the line names)
+CONFIG_ERRORS = [
+    ('[{"method": "grace", "hidden": 0}]', "entry 1: hidden must be an integer >= 1, got 0"),
+    ('[{"method": "grace"}, {"method": "nope"}]', "entry 2: method must be one of grace,"),
+    ('[{"method": "grace"}, {"hidden": 8}]', "entry 2: method must be one of"),
+    ('[{"method": "grace", "hiden": 256}]', "entry 1: unknown field 'hiden'"),
+    (
+        '[{"method": "grace", "drop_edge": [0.2, 1.5]}]',
+        "entry 1: drop_edge must be a number in [0, 1], got 1.5",
+    ),
+    ('[{"method": "grace", "drop_edge": 0.2}]', "entry 1: drop_edge must be two numbers"),
+    ('[{"method": "grace", "tau": "0.5"}]', "entry 1: tau must be a number, got '0.5'"),
+    ('[{"method": "grace", "tau": 0}]', "entry 1: tau must be a number > 0, got 0"),
+    ('[{"method": "grace", "epochs": true}]', "entry 1: epochs must be an integer >= 1"),
+    ('[{"method": "grace", "encoder": "gin"}]', "entry 1: encoder must be one of gcn,"),
+    ('[{"method": "grace", "num_keys": 0}]', "entry 1: num_keys must be an integer >= 1"),
+    ('[{"method": "grace", "num_neighbors": [10, 0]}]', "entry 1: num_neighbors must be a list"),
+    (
+        '[{"method": "grace", "epochs": 50, "swa_start": 50}]',
+        "entry 1: swa_start must be below the 50",
+    ),
+    ('{"method": "grace"}', "must hold a non-empty JSON list"),
+    ("[]", "must hold a non-empty JSON list"),
+    ('[{"method": "grace",', "not JSON"),
 ]
 # refused after parsing, by torch (imported for the question): no CUDA, or too few devices
 DEVICE_ERRORS = [
@@ -123,6 +177,11 @@ if not torch.cuda.is_available():
 
 def case_id(script, args, *_):
     return " ".join([Path(script).name, *args])
+
+
+def concrete(args, out):
+    """``args`` with OUT and CONFIGS filled in."""
+    return [arg.replace("OUT", str(out)).replace("CONFIGS", CONFIGS) for arg in args]
 
 
 def prog_of(script, args):
@@ -152,6 +211,7 @@ def out(tmp_path, monkeypatch):
         raise AssertionError("the run started: the arguments were accepted")
 
     monkeypatch.setattr("cl2gnn.vision.experiment._run", started)
+    monkeypatch.setattr("cl2gnn.node.load_node_dataset", started)  # every node script's first
     return folder
 
 
@@ -177,10 +237,58 @@ def assert_one_line_naming(code, stderr, prog, named):
 def test_argument_error_is_one_line_exit_2_nothing_written(
     out, capsys, monkeypatch, script, args, named
 ):
-    args = [arg.replace("OUT", str(out)) for arg in args]
+    args = concrete(args, out)
     code = run_script(script, args, monkeypatch)
     assert_one_line_naming(code, capsys.readouterr().err, prog_of(script, args), named)
     assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
+
+
+@pytest.mark.parametrize("script", ["benchmarks/node_sweep.py", "benchmarks/node_epochs.py"])
+@pytest.mark.parametrize(("content", "named"), CONFIG_ERRORS, ids=[c for c, _ in CONFIG_ERRORS])
+def test_configuration_list_checked_entry_by_entry(
+    out, capsys, monkeypatch, script, content, named
+):
+    """Before the first training: a bad tenth entry must not wait for nine runs."""
+    configs = out / "configs.json"
+    configs.write_text(content)
+    code = run_script(script, [str(configs)], monkeypatch)
+    err = capsys.readouterr().err
+    assert_one_line_naming(code, err, Path(script).name, f"argument configs: {configs}: {named}")
+    assert sorted(p.name for p in out.parent.rglob("*")) == ["configs.json", "file.txt", "out"]
+
+
+@pytest.mark.parametrize("script", ["benchmarks/node_epochs.py", "benchmarks/node_transfer.py"])
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        ("the user's\n", "line 1 is not JSON"),
+        ('{"dataset": "x"}\n', "line 1 has no "),
+        ("", "no records"),
+    ],
+    ids=["not JSON", "not a record", "empty"],
+)
+def test_report_of_a_file_it_did_not_write_names_the_file(
+    out, capsys, monkeypatch, script, content, named
+):
+    report = out / "results.jsonl"
+    report.write_text(content)
+    args = ["--report", str(report)]
+    if script.endswith("node_transfer.py"):
+        args += ["--plot", str(out / "plot.png")]
+    code = run_script(script, args, monkeypatch)
+    assert_one_line_naming(code, capsys.readouterr().err, Path(script).name, f"{report}: {named}")
+    assert sorted(p.name for p in out.iterdir()) == ["file.txt", "results.jsonl"]
+
+
+def test_dataset_without_a_public_split_refused_before_training(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    monkeypatch.setattr("cl2gnn.node.run_node", lambda *a, **k: pytest.fail("trained"))
+    args = [CONFIGS, "--dataset", "digits-knn", "--out", str(tmp_path / "runs" / "r.jsonl")]
+    code = run_script("benchmarks/node_sweep.py", args, monkeypatch)
+    assert_one_line_naming(code, capsys.readouterr().err, "node_sweep.py", "no public split")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
@@ -194,9 +302,15 @@ def test_unusable_device_refused_before_any_work(out, capsys, monkeypatch, scrip
 
 def test_argument_errors_import_no_heavy_module(tmp_path):
     """What keeps them fast: torch alone takes seconds to import."""
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "file.txt").write_text("the user's")
     cases = [
-        (str(ROOT / script), args) for script, args, _ in ARGUMENT_ERRORS if "OUT" not in str(args)
+        (str(ROOT / script), concrete(args, tmp_path / "out"))
+        for script, args, _ in ARGUMENT_ERRORS
     ]
+    configs = tmp_path / "configs.json"
+    configs.write_text(CONFIG_ERRORS[0][0])
+    cases += [(str(ROOT / "benchmarks/node_sweep.py"), [str(configs)])]
     cases += [(str(ROOT / script), ["--help"]) for script in {c[0] for c in ARGUMENT_ERRORS}]
     code = (
         "import runpy, sys\n"
@@ -421,3 +535,60 @@ def test_merge_with_an_unreadable_results_file_fails_before_measuring(out, capsy
     err = capsys.readouterr().err
     assert_one_line_naming(code, err, "distributed.py", "distributed_infonce.json")
     assert "cannot merge" in err
+
+
+def test_node_benchmark_names_match_the_library(monkeypatch):
+    import dataclasses
+
+    from cl2gnn.distributed import MODES
+    from cl2gnn.node import NodeConfig
+    from cl2gnn.node.models import ACTIVATIONS
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import _node_args
+
+    assert set(_node_args.ACTIVATIONS) == set(ACTIVATIONS)
+    assert _node_args.DISTRIBUTED_MODES == MODES
+    assert set(_node_args.FIELD_CHECKS) == {f.name for f in dataclasses.fields(NodeConfig)}
+
+
+TRANSFER_ROWS = [
+    {
+        "dataset": f"csbm-h{h}",
+        "nodes": 2000,
+        "embedding": name,
+        "accuracy_mean": a,
+        "accuracy_std": 1,
+    }
+    for h in (0.9, 0.3)
+    for name, a in (("raw features", 50), ("grace", 70))
+]
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["whole", "write fails"])
+def test_transfer_plot_appears_only_whole(out, capsys, monkeypatch, fails):
+    import matplotlib.figure
+
+    report = out / "results.jsonl"
+    report.write_text("".join(json.dumps(row) + "\n" for row in TRANSFER_ROWS))
+    if fails:
+        savefig = matplotlib.figure.Figure.savefig
+
+        def disk_full(self, path, **kwargs):
+            savefig(self, path, **kwargs)
+            Path(path).write_bytes(Path(path).read_bytes()[:100])
+            raise OSError(28, "No space left on device", str(path))
+
+        monkeypatch.setattr(matplotlib.figure.Figure, "savefig", disk_full)
+    plot = out / "plot.png"
+    args = ["--report", str(report), "--plot", str(plot)]
+    if fails:
+        code = run_script("benchmarks/node_transfer.py", args, monkeypatch)
+        assert_one_line_naming(code, capsys.readouterr().err, "node_transfer.py", "No space left")
+        assert sorted(p.name for p in out.iterdir()) == ["file.txt", "results.jsonl"]
+    else:
+        monkeypatch.setattr(sys, "argv", ["node_transfer.py", *args])
+        runpy.run_path(str(ROOT / "benchmarks/node_transfer.py"), run_name="__main__")
+        assert "| csbm-h0.9 | 2000 | 50.00 ± 1.00 | 70.00 ± 1.00 |" in capsys.readouterr().out
+        assert sorted(p.name for p in out.iterdir()) == ["file.txt", "plot.png", "results.jsonl"]
+        assert plot.read_bytes().startswith(b"\x89PNG")
