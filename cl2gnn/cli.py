@@ -137,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         ENCODERS,
         METHODS,
         PROTOCOLS,
+        dataset_argument,
     )
 
     parser = _cli.ArgumentParser(
@@ -168,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--dataset",
+        type=dataset_argument,
         default=EMBEDDED,
         help=f"one of {', '.join(DATASETS)}, or PATH.npz (a graph in the heterophilous "
         "graphs' format: node_features, node_labels, edges, train/val/test_masks)",

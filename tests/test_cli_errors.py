@@ -9,6 +9,7 @@ import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -60,6 +61,8 @@ ARGUMENT_ERRORS = [
     (["verify", "--json", "OUT"], "--json"),
     (["verify", "--json", "OUT/file.txt/result.json"], "--json"),
     (["verify", "--nodes", "0", "--json", "OUT/verify.json"], "--nodes"),
+    (["node", "--dataset", "nope"], "--dataset"),
+    (["node", "--dataset", "OUT/missing.npz"], "--dataset"),
 ]
 
 
@@ -211,3 +214,28 @@ def test_argument_types_accept_their_bounds(tmp_path):
     assert _cli.existing_path(str(tmp_path)) == str(tmp_path)
     assert _cli.output_file(str(tmp_path / "new" / "r.json")) == str(tmp_path / "new" / "r.json")
     assert _cli.device("cuda:1") == "cuda:1"
+
+
+def test_truncated_dataset_file_is_named_in_one_line(tmp_path):
+    whole = tmp_path / "whole.npz"
+    rng = np.random.default_rng(0)
+    np.savez_compressed(
+        whole,
+        node_features=rng.normal(size=(50, 4)),
+        node_labels=np.arange(50) % 2,
+        edges=rng.integers(0, 50, size=(100, 2)),
+        train_masks=np.arange(50) < 20,
+        val_masks=(np.arange(50) >= 20) & (np.arange(50) < 30),
+        test_masks=np.arange(50) >= 30,
+    )
+    data = whole.read_bytes()
+    middle = len(data) // 2
+    damaged = {
+        "truncated": data[:200],  # no zip directory
+        "corrupted": data[:middle] + bytes(64) + data[middle + 64 :],  # a member's bytes
+    }
+    for name, content in damaged.items():
+        path = tmp_path / f"{name}.npz"
+        path.write_bytes(content)
+        result = run_cl2gnn(["node", "--dataset", str(path), "--epochs", "1"], tmp_path)
+        assert_fails_like_a_tool(result, "cl2gnn node", str(path))

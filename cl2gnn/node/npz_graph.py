@@ -13,6 +13,8 @@ that breaks the format raises ``ValueError`` naming the file and the problem.
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -60,7 +62,7 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
     path = Path(path)
     try:
         raw = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
         raise ValueError(f"{path}: not a readable .npz file ({error})") from error
     with raw:
         missing = [key for key in KEYS if key not in raw.files]
@@ -68,7 +70,11 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
             raise ValueError(
                 f"{path}: missing key(s) {', '.join(missing)}; needs {', '.join(KEYS)}"
             )
-        x, y, edges = raw["node_features"], raw["node_labels"], raw["edges"]
+        try:  # a damaged member fails only when it is read
+            arrays = {key: raw[key] for key in KEYS}
+        except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error) as error:
+            raise ValueError(f"{path}: a member cannot be read ({error})") from error
+        x, y, edges = arrays["node_features"], arrays["node_labels"], arrays["edges"]
         if x.ndim != 2 or not np.issubdtype(x.dtype, np.number):
             raise ValueError(f"{path}: node_features must be a numeric [N, F] array")
         if not np.isfinite(x).all():
@@ -88,7 +94,7 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
             )
         if edges.size and (edges.min() < 0 or edges.max() >= n):
             raise ValueError(f"{path}: edges name nodes outside 0 … {n - 1}")
-        train, val, test = _split_masks(raw, path, n)
+        train, val, test = _split_masks(arrays, path, n)
     edge_index = to_undirected(torch.from_numpy(edges.astype(np.int64)).t(), num_nodes=n)
     data = Data(
         x=torch.from_numpy(x.astype(np.float32)),
