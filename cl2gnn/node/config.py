@@ -29,7 +29,8 @@ class NodeConfig:
     # Against it: a held-out citation graph, where raw features were 1.1 points below
     # GRACE's code and row-normalised ones level with it (--normalize-features)
     normalize_features: bool = False
-    # InfoNCE's uniformity term over this many views drawn per step (None: all 2N, exact)
+    # InfoNCE's uniformity term over this many views drawn per step (None: all 2N, exact;
+    # full-batch only: a mini-batch's negatives are its seeds)
     num_keys: int | None = None
     # embed with the running mean of the encoder's weights from this epoch on (SWA)
     swa_start: int | None = None

@@ -225,8 +225,7 @@ class MinibatchTrainer:
                 name,
                 n,
                 config.hidden,
-                config.tau,
-                num_keys=config.num_keys,
+                config.tau,  # a batch's seeds are its negatives: no sampled keys
                 distributed=config.distributed if world > 1 else None,
             ).to(device)
         trainable = [model]
