@@ -1,0 +1,419 @@
+"""Node contrastive learning on generated graphs of OGB size: full-batch against mini-batch
+at ogbn-arxiv's size, mini-batch at ogbn-products' size in one and two processes, and a
+contrastive step against a supervised GraphSAGE step on the same sampled batches.
+
+The graphs come from :func:`cl2gnn.graphs.contextual_sbm` (presets ``arxiv``: 169,343
+nodes, 1,166,243 undirected edges, 128-d, 40 classes; ``products``: 2,449,029 nodes,
+61,859,140 edges, 100-d, 47 classes), generated in each measuring process (so that its
+peak memory is its own; about the graph's own size). Each measurement runs in a fresh
+process and appends one JSON line to ``--out``; ``table`` turns them into
+``results/node_large*.json``::
+
+    python benchmarks/node_large.py run --preset arxiv --mode full --epochs 1
+    python benchmarks/node_large.py run --preset arxiv --mode full --num-keys 256 --epochs 20
+    python benchmarks/node_large.py run --preset arxiv --mode minibatch --epochs 3
+    python benchmarks/node_large.py run --preset products --mode minibatch --epochs 1 --hidden 64
+    torchrun --nproc_per_node=2 benchmarks/node_large.py run --preset products \\
+        --mode minibatch --max-steps 100 --hidden 64
+    python benchmarks/node_large.py steps --preset products --steps 30 --hidden 64
+    python benchmarks/node_large.py table
+    python benchmarks/node_large.py cora --seeds 10 --batch-size 512   # -> results/
+
+``run`` reports seconds per epoch (or per step), seed nodes per second, peak RSS above the
+bare import (``ru_maxrss`` minus the RSS after importing torch and cl2gnn) beside the
+graph's own tensors (features + undirected edge index), and, for full epochs, the probe's
+test accuracy on the generator's labels (logistic regression on the embeddings of the
+generator's train nodes, ``C`` on its validation nodes; capped at ``--probe-nodes`` nodes
+per set to bound the probe's time). ``steps`` alternates, on the same pre-sampled batches,
+one contrastive step (two augmented views, encoder and head, InfoNCE over the seeds) and
+one supervised GraphSAGE step (encoder, linear classifier, cross-entropy on the seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+from cl2gnn import _cli
+
+PRESETS = ("arxiv", "products")
+
+
+def rss_mb() -> float:
+    """Current resident memory (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def generate(preset: str):
+    from cl2gnn.graphs.contextual_sbm import PRESETS as SIZES
+    from cl2gnn.graphs.contextual_sbm import contextual_sbm
+
+    return contextual_sbm(**SIZES[preset], seed=0)
+
+
+def capped(mask, cap: int, seed: int = 0):
+    """The indices of ``mask``'s nodes, at most ``cap`` of them drawn at random."""
+    import torch
+
+    nodes = mask.nonzero().view(-1)
+    pick = torch.randperm(nodes.numel(), generator=torch.Generator().manual_seed(seed))
+    return nodes[pick[:cap]]
+
+
+def config_from(args):
+    from cl2gnn.node import NodeConfig
+
+    changes = dict(
+        hidden=args.hidden,
+        proj_hidden=args.hidden,
+        encoder=args.encoder,
+        epochs=args.epochs,
+        learning_rate=args.lr,
+        num_keys=args.num_keys,
+    )
+    if args.mode == "minibatch":
+        changes |= dict(batch_size=args.batch_size, num_neighbors=tuple(args.num_neighbors))
+    return NodeConfig().with_overrides(**changes)
+
+
+def run(args) -> dict:
+    import torch
+
+    from cl2gnn.distributed import init_from_env, rank_and_world, shutdown
+    from cl2gnn.node import probe_scores, train_node_model
+    from cl2gnn.node.minibatch import MinibatchTrainer
+
+    bare = rss_mb()
+    init_from_env("cpu")
+    rank, world = rank_and_world()
+    start = time.perf_counter()
+    data = generate(args.preset)
+    generated_s = time.perf_counter() - start
+    graph_mb = (data.x.nbytes + data.edge_index.nbytes) / 2**20
+    config = config_from(args)
+    start = time.perf_counter()
+    embeddings = None
+    if args.max_steps:  # the first steps of an epoch (a step's memory is the same)
+        trainer = MinibatchTrainer(data, "grace", config, seed=0)
+        trainer.epoch(max_steps=2)  # warm-up
+        start = time.perf_counter()
+        losses = [trainer.epoch(max_steps=args.max_steps)]
+        epoch_ms = 1000 * (time.perf_counter() - start)
+        if not args.no_embed:
+            embed_start = time.perf_counter()
+            embeddings = trainer.embed()
+            embed_s = time.perf_counter() - embed_start
+    else:
+        result = train_node_model(data, "grace", config, seed=0, progress=rank == 0)
+        losses, epoch_ms, embeddings = result.losses, result.epoch_ms, result.embeddings
+    total_s = time.perf_counter() - start
+    record = {
+        "preset": args.preset,
+        "mode": args.mode,
+        "processes": world,
+        "encoder": config.encoder,
+        "hidden": config.hidden,
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "num_neighbors": list(config.num_neighbors) if config.batch_size else None,
+        "num_keys": config.num_keys,
+        "max_steps": args.max_steps,
+        "embedded": embeddings is not None,
+        "epoch_s": epoch_ms / 1000,
+        "train_and_embed_s": total_s,
+        "generate_s": generated_s,
+        "graph_mb": graph_mb,
+        "bare_rss_mb": bare,
+        "peak_rss_above_import_mb": peak_rss_mb() - bare,
+        "final_loss": losses[-1],
+        "threads": torch.get_num_threads(),
+    }
+    if config.batch_size:  # seed nodes per second of training (every rank's)
+        seeds = args.max_steps * config.batch_size if args.max_steps else data.num_nodes
+        record["seeds_per_s"] = min(seeds, data.num_nodes) / (epoch_ms / 1000)
+    if args.max_steps and embeddings is not None:
+        record["embed_s"] = embed_s
+    if rank == 0 and embeddings is not None:
+        cap = args.probe_nodes
+        masks = (data.train_mask, data.val_mask, data.test_mask)
+        split = [capped(mask, cap, seed) for seed, mask in enumerate(masks)]
+        record["test_accuracy"] = probe_scores(embeddings, data.y, split, 0)["test"]
+        raw = probe_scores(data.x, data.y, split, 0)["test"]
+        record["raw_feature_accuracy"] = raw
+    shutdown()
+    return record if rank == 0 else {}
+
+
+def steps(args) -> dict:
+    """Contrastive against supervised steps on the same pre-sampled batches."""
+    import torch
+
+    from cl2gnn.graphs import neighbor_loader
+    from cl2gnn.node import NodeObjective
+    from cl2gnn.node.features import prepare_features
+    from cl2gnn.node.minibatch import SeedBatches, TwoViews
+    from cl2gnn.node.models import GraphEncoder, ProjectionHead
+    from cl2gnn.node.train import augment
+
+    data = generate(args.preset)
+    config = config_from(args)
+    torch.manual_seed(0)
+    loader = neighbor_loader(
+        data,
+        config.num_neighbors,
+        batch_sampler=SeedBatches(data.num_nodes, config.batch_size, seed=0),
+    )
+    sampled, sample_s = [], []
+    it = iter(loader)
+    for _ in range(args.steps + 2):
+        start = time.perf_counter()
+        sampled.append(next(it))
+        sample_s.append(time.perf_counter() - start)
+    classes = int(data.y.max()) + 1
+    in_dim = data.x.size(1)
+    encoder = GraphEncoder(in_dim, config.hidden, config.activation, config.encoder)
+    model = TwoViews(encoder, ProjectionHead(config.hidden, config.proj_hidden))
+    objective = NodeObjective("grace", data.num_nodes, config.hidden, config.tau)
+    supervised = GraphEncoder(in_dim, config.hidden, config.activation, "sage")
+    classifier = torch.nn.Linear(config.hidden, classes)
+    contrastive_opt = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    supervised_opt = torch.optim.Adam(
+        [*supervised.parameters(), *classifier.parameters()], lr=config.learning_rate
+    )
+
+    def contrastive_step(batch):
+        x = prepare_features(batch.x)
+        views = [augment(x, batch.edge_index, *config.view_probabilities(v)) for v in (0, 1)]
+        loss = objective(*model(views, batch.batch_size))
+        contrastive_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        contrastive_opt.step()
+
+    def supervised_step(batch):
+        graph = supervised.propagation_graph(batch.edge_index, batch.num_nodes)
+        logits = classifier(supervised(batch.x, graph)[: batch.batch_size])
+        loss = torch.nn.functional.cross_entropy(logits, batch.y[: batch.batch_size])
+        supervised_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        supervised_opt.step()
+
+    times = {"contrastive": [], "supervised": []}
+    for i, batch in enumerate(sampled):  # alternate; the first two batches warm up
+        for name, step in (("contrastive", contrastive_step), ("supervised", supervised_step)):
+            start = time.perf_counter()
+            step(batch)
+            if i >= 2:
+                times[name].append(time.perf_counter() - start)
+    median = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+    sample = sorted(sample_s[2:])[len(sample_s[2:]) // 2]
+    return {
+        "preset": args.preset,
+        "mode": "steps",
+        "encoder": config.encoder,
+        "hidden": config.hidden,
+        "batch_size": config.batch_size,
+        "num_neighbors": list(config.num_neighbors),
+        "steps": args.steps,
+        "sampled_nodes_median": sorted(b.num_nodes for b in sampled)[len(sampled) // 2],
+        "sample_ms": 1000 * sample,
+        "contrastive_ms": 1000 * median["contrastive"],
+        "supervised_ms": 1000 * median["supervised"],
+        "ratio": median["contrastive"] / median["supervised"],
+        "ratio_with_sampling": (median["contrastive"] + sample) / (median["supervised"] + sample),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def cora(args) -> None:
+    """GRACE on Cora, full-batch against mini-batch, same configuration otherwise."""
+    from _results import save_table  # benchmarks/_results.py
+
+    from cl2gnn.node import run_node
+
+    fan_out = tuple(args.num_neighbors)
+    runs = {
+        "full batch": {},
+        f"mini-batch {args.batch_size}, fan-out {list(fan_out)}": dict(
+            batch_size=args.batch_size, num_neighbors=fan_out
+        ),
+    }
+    rows = []
+    for label, changes in runs.items():
+        (r,) = run_node("Cora", "grace", ("grace",), args.seeds, progress=False, **changes)
+        rows.append(
+            [
+                label,
+                r["seeds"],
+                f"{r['score_mean']:.2f} ± {r['score_std']:.2f}",
+                f"{r['epoch_ms']:.0f}",
+            ]
+        )
+        print(rows[-1], flush=True)
+    save_table(
+        "node_minibatch_cora",
+        "Scale",
+        "GRACE on Cora: full-batch against mini-batch (GRACE protocol)",
+        ["training", "seeds", "accuracy (%)", "ms / epoch"],
+        rows,
+        notes="GRACE's Cora configuration for both (200 epochs; a mini-batch epoch is one "
+        "pass over the nodes); mini-batch embeddings by layer-wise inference. Target: "
+        "mini-batch within 1 point of full-batch.",
+    )
+
+
+def table(out: Path) -> None:
+    from _results import save_table  # benchmarks/_results.py
+
+    records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    runs = [r for r in records if r["mode"] != "steps"]
+    rows = []
+    for r in runs:
+        keys = "exact tiled InfoNCE" if r["num_keys"] is None else f"{r['num_keys']} sampled keys"
+        what = f"full batch, {keys}"
+        if r["mode"] == "minibatch":
+            what = f"mini-batch {r['batch_size']}, fan-out {r['num_neighbors']}"
+            if r["max_steps"]:
+                what += f", first {r['max_steps']} steps"
+        rows.append(
+            [
+                r["preset"],
+                what,
+                r["processes"],
+                r["encoder"],
+                r["hidden"],
+                r["epochs"],
+                f"{r['epoch_s']:.1f}" + (f" ({r['max_steps']} steps)" if r["max_steps"] else ""),
+                f"{r['embed_s']:.0f}" if "embed_s" in r else None,
+                f"{r['seeds_per_s']:.0f}" if "seeds_per_s" in r else None,
+                f"{r['graph_mb']:.0f}",
+                f"{r['peak_rss_above_import_mb']:.0f}",
+                f"{r['peak_rss_above_import_mb'] / r['graph_mb']:.2f}",
+                f"{r['test_accuracy']:.2f}" if "test_accuracy" in r else None,
+                f"{r['raw_feature_accuracy']:.2f}" if "raw_feature_accuracy" in r else None,
+            ]
+        )
+    save_table(
+        "node_large",
+        "Scale",
+        "Node contrastive learning on generated graphs of OGB size (contextual SBM)",
+        [
+            "graph",
+            "training",
+            "processes",
+            "encoder",
+            "hidden",
+            "epochs",
+            "s / epoch",
+            "embedding pass (s)",
+            "seeds / s",
+            "graph tensors (MB)",
+            "peak RSS above import (MB)",
+            "RSS / graph",
+            "probe test acc. (%)",
+            "raw-feature probe (%)",
+        ],
+        rows,
+        notes="Each row one process (or one torchrun group; rank 0's memory) that generated "
+        "the graph itself. Throughput rows (first N steps) report seeds per second over "
+        "those steps. Probe: logistic regression, C on validation nodes, at most "
+        "--probe-nodes nodes per set.",
+        command="python benchmarks/node_large.py run ... (one line per row; see the module "
+        "docstring), then python benchmarks/node_large.py table",
+    )
+    step_rows = [
+        [
+            r["preset"],
+            r["encoder"],
+            r["hidden"],
+            r["batch_size"],
+            str(r["num_neighbors"]),
+            r["sampled_nodes_median"],
+            f"{r['sample_ms']:.0f}",
+            f"{r['supervised_ms']:.0f}",
+            f"{r['contrastive_ms']:.0f}",
+            f"{r['ratio']:.2f}",
+            f"{r['ratio_with_sampling']:.2f}",
+        ]
+        for r in records
+        if r["mode"] == "steps"
+    ]
+    if step_rows:
+        save_table(
+            "node_large_steps",
+            "Scale",
+            "A contrastive step against a supervised GraphSAGE step on the same sampled batches",
+            [
+                "graph",
+                "contrastive encoder",
+                "hidden",
+                "batch",
+                "fan-out",
+                "sampled nodes (median)",
+                "sampling (ms)",
+                "supervised step (ms)",
+                "contrastive step (ms)",
+                "ratio",
+                "ratio with sampling",
+            ],
+            step_rows,
+            notes="Medians over the steps, the two kinds alternating on the same batches.",
+            command="python benchmarks/node_large.py steps --preset products --steps 30 "
+            "--hidden 64",
+        )
+
+
+def main(argv=None) -> int:
+    parser = _cli.ArgumentParser(prog="node_large.py", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("run", "steps"):
+        p = sub.add_parser(name)
+        p.add_argument("--preset", choices=PRESETS, required=True)
+        p.add_argument("--mode", choices=("full", "minibatch"), default="minibatch")
+        p.add_argument("--epochs", type=_cli.positive_int, default=1)
+        p.add_argument("--batch-size", type=_cli.positive_int, default=1024)
+        p.add_argument("--num-neighbors", type=_cli.int_range(-1), nargs=2, default=[10, 10])
+        p.add_argument("--hidden", type=_cli.positive_int, default=128)
+        p.add_argument("--encoder", choices=("gcn", "sage"), default="gcn")
+        p.add_argument("--lr", type=_cli.positive_float, default=1e-3)
+        p.add_argument("--num-keys", type=_cli.positive_int)
+        p.add_argument("--max-steps", type=_cli.positive_int)
+        p.add_argument("--no-embed", action="store_true", help="with --max-steps: no embeddings")
+        p.add_argument("--steps", type=_cli.positive_int, default=30)
+        p.add_argument("--probe-nodes", type=_cli.positive_int, default=20_000)
+        p.add_argument("--out", type=_cli.output_file, default="runs/node_large.jsonl")
+    p = sub.add_parser("cora")
+    p.add_argument("--seeds", type=_cli.positive_int, default=10)
+    p.add_argument("--batch-size", type=_cli.positive_int, default=512)
+    p.add_argument("--num-neighbors", type=_cli.int_range(-1), nargs=2, default=[10, 10])
+    p = sub.add_parser("table")
+    p.add_argument("--out", type=_cli.existing_path, default="runs/node_large.jsonl")
+    args = parser.parse_args(argv)
+    with _cli.user_errors(parser.prog):
+        if args.command == "cora":
+            cora(args)
+            return 0
+        if args.command == "table":
+            table(Path(args.out))
+            return 0
+        if args.command == "run" and args.mode == "full" and args.max_steps:
+            parser.error("--max-steps applies to --mode minibatch")
+        record = run(args) if args.command == "run" else steps(args)
+        if record:
+            print(json.dumps(record))
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            with open(args.out, "a") as file:
+                file.write(json.dumps(record) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
