@@ -15,7 +15,8 @@ process and appends one JSON line to ``--out``; ``table`` turns them into
     python benchmarks/node_large.py run --preset products --mode minibatch --epochs 1 --hidden 64
     torchrun --nproc_per_node=2 benchmarks/node_large.py run --preset products \\
         --mode minibatch --max-steps 100 --hidden 64
-    python benchmarks/node_large.py steps --preset products --steps 30 --hidden 64
+    python benchmarks/node_large.py steps --preset products --steps 20 --hidden 64 \\
+        --encoder sage --num-neighbors 10 5
     python benchmarks/node_large.py table
     python benchmarks/node_large.py cora --seeds 10 --batch-size 512   # -> results/
 
@@ -366,8 +367,8 @@ def table(out: Path) -> None:
             ],
             step_rows,
             notes="Medians over the steps, the two kinds alternating on the same batches.",
-            command="python benchmarks/node_large.py steps --preset products --steps 30 "
-            "--hidden 64",
+            command="python benchmarks/node_large.py steps --preset products --steps 20 "
+            "--hidden 64 --encoder sage --num-neighbors 10 5",
         )
 
 
