@@ -8,6 +8,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -57,6 +58,8 @@ def save_table(
 ) -> Path:
     """Write one table to ``results/<name>.json`` (a re-run replaces it). ``command``
     defaults to this process's own command line."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
     if topic not in TOPICS:
         raise ValueError(f"topic must be one of {TOPICS}, got {topic!r}")
     if any(len(row) != len(columns) for row in rows):
@@ -77,6 +80,6 @@ def save_table(
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")  # no NaN cells
     tmp.replace(path)
     return path

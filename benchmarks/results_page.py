@@ -25,11 +25,15 @@ machine and the date; re-running a command and then this script replaces the tab
 """
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number a table can show")
+
+
 def read_table(path: Path) -> dict:
     """One result table, checked: a ``ValueError`` names the file and what is wrong."""
     try:
-        record = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+        record = json.loads(path.read_text(), parse_constant=_no_constant)
+    except (json.JSONDecodeError, ValueError) as error:
         raise ValueError(f"{path}: not valid JSON ({error})") from error
     missing = [key for key in KEYS if key not in record]
     if missing:

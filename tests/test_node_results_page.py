@@ -63,6 +63,7 @@ def test_rerun_replaces_the_page_and_a_table(results, tmp_path, monkeypatch):
         (lambda r: r.pop("machine"), "missing key"),
         (lambda r: r.update(topic="Vision"), "topic"),
         (lambda r: r["rows"].append([1]), "one cell per column"),
+        (lambda r: r["rows"].append([2, float("nan")]), "NaN is not a number"),
     ],
 )
 def test_a_bad_table_names_its_file(results, change, message):
@@ -72,3 +73,15 @@ def test_a_bad_table_names_its_file(results, change, message):
     path.write_text(json.dumps(record))
     with pytest.raises(ValueError, match=rf"bad\.json: .*{message}"):
         results_page.render_page(results)
+
+
+@pytest.mark.parametrize("name", ["../outside", "/tmp/abs", "sage layers, spectral", ""])
+def test_save_table_refuses_a_name_that_is_not_a_file_stem(results, name):
+    with pytest.raises(ValueError, match="plain file stem"):
+        _results.save_table(name, "Scale", "Speed", ["n"], [[1]])
+    assert not results.exists() or not any(results.iterdir())
+
+
+def test_save_table_refuses_nan_cells(results):
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        _results.save_table("nan", "Scale", "Speed", ["n"], [[float("nan")]])
