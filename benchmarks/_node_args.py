@@ -14,26 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cl2gnn import _cli
+from cl2gnn._torchrun import MODES
 from cl2gnn.node.config import NodeConfig
-from cl2gnn.node.names import DATASETS, EMBEDDINGS, ENCODERS, METHODS
+from cl2gnn.node.names import EMBEDDINGS, ENCODERS, METHODS, dataset_argument
 
 # cl2gnn.node.models.ACTIVATIONS's names (that module imports torch; a test keeps them equal)
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
-DISTRIBUTED_MODES = ("gather", "ring")  # cl2gnn.distributed.MODES
 
 
-def dataset(text: str) -> str:
-    """An argparse type: a dataset name of ``cl2gnn node`` (case-insensitive, ``_`` for
-    ``-``) or the path of an existing ``.npz`` graph."""
-    if text.endswith(".npz"):
-        if not Path(text).expanduser().is_file():
-            raise argparse.ArgumentTypeError(f"no such file: {text!r}")
-        return text
-    if text.lower().replace("_", "-") not in {name.lower() for name in DATASETS}:
-        raise argparse.ArgumentTypeError(
-            f"unknown dataset {text!r}; choose from {', '.join(DATASETS)} or give a PATH.npz"
-        )
-    return text
+dataset = dataset_argument  # the --dataset type of cl2gnn node
 
 
 def _integer(low: int, none_ok: bool = False) -> Callable[[object], None]:
@@ -111,7 +100,7 @@ FIELD_CHECKS: dict[str, Callable[[object], None]] = {
     "mask_nodes": _pair,
     "batch_size": _integer(1, none_ok=True),
     "num_neighbors": _neighbors,
-    "distributed": _one_of(DISTRIBUTED_MODES),
+    "distributed": _one_of(MODES),
 }
 
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -48,10 +47,6 @@ def rss_mb() -> float:
     """Current resident memory (Linux)."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def generate(preset: str):
@@ -92,6 +87,7 @@ def run(args) -> dict:
     from cl2gnn.distributed import init_from_env, rank_and_world, shutdown
     from cl2gnn.node import probe_scores, train_node_model
     from cl2gnn.node.minibatch import MinibatchTrainer
+    from cl2gnn.node.run import peak_rss_mb
 
     bare = rss_mb()
     init_from_env("cpu")
@@ -159,11 +155,8 @@ def steps(args) -> dict:
     import torch
 
     from cl2gnn.graphs import neighbor_loader
-    from cl2gnn.node import NodeObjective
-    from cl2gnn.node.features import prepare_features
-    from cl2gnn.node.minibatch import SeedBatches, TwoViews
-    from cl2gnn.node.models import GraphEncoder, ProjectionHead
-    from cl2gnn.node.train import augment
+    from cl2gnn.node.minibatch import MinibatchTrainer, SeedBatches
+    from cl2gnn.node.models import GraphEncoder
 
     data = generate(args.preset)
     config = config_from(args)
@@ -181,23 +174,12 @@ def steps(args) -> dict:
         sample_s.append(time.perf_counter() - start)
     classes = int(data.y.max()) + 1
     in_dim = data.x.size(1)
-    encoder = GraphEncoder(in_dim, config.hidden, config.activation, config.encoder)
-    model = TwoViews(encoder, ProjectionHead(config.hidden, config.proj_hidden))
-    objective = NodeObjective("grace", data.num_nodes, config.hidden, config.tau)
+    contrastive = MinibatchTrainer(data, "grace", config, seed=0)  # cl2gnn's training step
     supervised = GraphEncoder(in_dim, config.hidden, config.activation, "sage")
     classifier = torch.nn.Linear(config.hidden, classes)
-    contrastive_opt = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     supervised_opt = torch.optim.Adam(
         [*supervised.parameters(), *classifier.parameters()], lr=config.learning_rate
     )
-
-    def contrastive_step(batch):
-        x = prepare_features(batch.x)
-        views = [augment(x, batch.edge_index, *config.view_probabilities(v)) for v in (0, 1)]
-        loss = objective(*model(views, batch.batch_size))
-        contrastive_opt.zero_grad(set_to_none=True)
-        loss.backward()
-        contrastive_opt.step()
 
     def supervised_step(batch):
         graph = supervised.propagation_graph(batch.edge_index, batch.num_nodes)
@@ -209,7 +191,7 @@ def steps(args) -> dict:
 
     times = {"contrastive": [], "supervised": []}
     for i, batch in enumerate(sampled):  # alternate; the first two batches warm up
-        for name, step in (("contrastive", contrastive_step), ("supervised", supervised_step)):
+        for name, step in (("contrastive", contrastive.step), ("supervised", supervised_step)):
             start = time.perf_counter()
             step(batch)
             if i >= 2:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from . import _cli
+from ._torchrun import MODES, launched_by_torchrun
 from .dynamics.names import STUDY_NAMES
 
 
@@ -88,11 +88,6 @@ def _node(args: argparse.Namespace) -> int:
     return 0
 
 
-def launched_by_torchrun() -> bool:
-    """``torchrun`` set ``WORLD_SIZE`` above one (read here without importing torch)."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
-
-
 def fan_out(text: str) -> int:
     """An argparse type: a sampling fan-out, an integer >= 1 or -1 (all neighbours)."""
     value = _cli.int_range(-1)(text)
@@ -131,7 +126,6 @@ def _simulate(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from .node.names import (
         DATASETS,
-        DISTRIBUTED_MODES,
         EMBEDDED,
         EMBEDDINGS,
         ENCODERS,
@@ -270,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--distributed",
-        choices=DISTRIBUTED_MODES,
+        choices=MODES,
         help="under torchrun: the negatives of every process, all-gathered (gather, the "
         "default) or passed rank to rank (ring)",
     )

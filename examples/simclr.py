@@ -12,8 +12,9 @@ import argparse
 from collections.abc import Sequence
 
 from cl2gnn import _cli  # torch-free: torch loads once the options are checked
+from cl2gnn._torchrun import MODES
 from cl2gnn.vision.experiment import common_parser, parse_args, run
-from cl2gnn.vision.names import DISTRIBUTED_MODES, KERNELS
+from cl2gnn.vision.names import KERNELS
 
 PER_DATASET = {
     "digits": {
@@ -60,7 +61,7 @@ def parse(
     )
     parser.add_argument(
         "--distributed",
-        choices=DISTRIBUTED_MODES,
+        choices=MODES,
         default="gather",
         help="under torchrun, how the negatives of every process's batch are used: "
         "all-gathered keys, or keys passed round the processes (ring: less memory)",

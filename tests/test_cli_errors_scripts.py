@@ -525,13 +525,6 @@ def test_batch_must_split_over_the_torchrun_processes(capsys, monkeypatch):
     assert "argument --batch-size: must be a multiple of the 3 processes" in capsys.readouterr().err
 
 
-def test_torch_free_names_match_the_library():
-    from cl2gnn.distributed import MODES
-    from cl2gnn.vision.names import DISTRIBUTED_MODES
-
-    assert DISTRIBUTED_MODES == MODES
-
-
 def test_merge_with_an_unreadable_results_file_fails_before_measuring(out, capsys, monkeypatch):
     results = out.parent / "results"
     results.mkdir()
@@ -546,7 +539,6 @@ def test_merge_with_an_unreadable_results_file_fails_before_measuring(out, capsy
 def test_node_benchmark_names_match_the_library(monkeypatch):
     import dataclasses
 
-    from cl2gnn.distributed import MODES
     from cl2gnn.node import NodeConfig
     from cl2gnn.node.models import ACTIVATIONS
 
@@ -554,7 +546,6 @@ def test_node_benchmark_names_match_the_library(monkeypatch):
     import _node_args
 
     assert set(_node_args.ACTIVATIONS) == set(ACTIVATIONS)
-    assert _node_args.DISTRIBUTED_MODES == MODES
     assert set(_node_args.FIELD_CHECKS) == {f.name for f in dataclasses.fields(NodeConfig)}
 
 

@@ -130,7 +130,9 @@ def test_every_batch_method_trains_in_minibatches(method):
     data = small_graph(120)
     config = NodeConfig(hidden=8, proj_hidden=8, epochs=2, batch_size=40, num_neighbors=(3, 3))
     result = train_node_model(data, method, config, progress=False)
+    untrained = train_node_model(data, method, config.with_overrides(epochs=0), progress=False)
     assert len(result.losses) == 2 and result.embeddings.shape == (120, 8)
+    assert not torch.allclose(result.embeddings, untrained.embeddings)  # its gradient moved it
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,7 @@ import os
 import torch
 import torch.distributed as dist
 
-
-def launched_by_torchrun() -> bool:
-    """``torchrun`` (or any launcher of its conventions) set ``WORLD_SIZE`` above one."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+from .._torchrun import launched_by_torchrun
 
 
 def init_from_env(device: str | torch.device) -> torch.device:

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-MODES = ("gather", "ring")
+from .._torchrun import MODES
 
 
 def check_mode(mode: str | None) -> None:

@@ -39,8 +39,6 @@ SAMPLED_KEYS_METHODS = ("grace", "neighbors", "homophily", "multistage", "knn")
 BATCH_METHODS = ("grace", "attention", "kernel", "random_walk", "spectral", "knn")
 # the methods whose negatives span the ranks of a process group (cl2gnn.distributed)
 DISTRIBUTED_METHODS = ("grace", "attention", "kernel", "random_walk", "spectral")
-# how they share negatives under torchrun: cl2gnn.distributed.MODES, which imports torch
-DISTRIBUTED_MODES = ("gather", "ring")
 
 # grace: random 10/90, C by CV; gca: random 10/10/80; public: Planetoid's split;
 # splits: the dataset's own shipped splits (C on their validation nodes)

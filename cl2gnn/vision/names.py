@@ -13,6 +13,3 @@ KERNELS = {
     "sum": {"gamma": 1.0, "mixture": "simple"},
     "concat": {"gamma": 1.0, "mixture": "concat"},
 }
-# how the negatives of every process's batch are used under torchrun; the same as
-# cl2gnn.distributed.MODES, which imports torch (a test keeps the two equal)
-DISTRIBUTED_MODES = ("gather", "ring")
