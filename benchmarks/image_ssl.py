@@ -4,7 +4,8 @@
     python benchmarks/image_ssl.py variants --dataset cifar10 --epochs 10
 
 ``throughput``: SimCLR training steps (two views, augmentation included) on the current
-device: images/s and the seconds one CIFAR-10 epoch (50,000 images) would take.
+device: images/s and the seconds one CIFAR-10 epoch (50,000 images) would take; with
+``--profile FILE`` the same steps again under torch's profiler, the operators' table to FILE.
 ``variants``: SimCLR, +attention, the kernel losses, SimSiam and +multi-stage on the same
 schedule (last-epoch kNN accuracy, not the best epoch), after the untrained backbone's kNN
 accuracy (the same initialisation: the floor training starts from). Markdown to stdout, rows
@@ -50,7 +51,9 @@ def device_name(device: str) -> str:
     return f"{names[0] if names else platform.processor()} ({torch.get_num_threads()} threads)"
 
 
-def throughput(arch: str, batch_size: int, steps: int, device: str, compile_: bool) -> dict:
+def throughput(
+    arch: str, batch_size: int, steps: int, device: str, compile_: bool, profile=None
+) -> dict:
     import torch
 
     from cl2gnn.vision.augment import MultiViewAugment
@@ -80,6 +83,8 @@ def throughput(arch: str, batch_size: int, steps: int, device: str, compile_: bo
     float(loss)  # waits for the device
     seconds = time.perf_counter() - start
     per_second = steps * batch_size / seconds
+    if profile is not None:  # the same steps again, profiled (apart: the profiler costs time)
+        write_profile(trainer, order, batch_size, steps, profile)
     return {
         "arch": arch,
         "batch_size": batch_size,
@@ -89,6 +94,22 @@ def throughput(arch: str, batch_size: int, steps: int, device: str, compile_: bo
         "cifar10_epoch_seconds": 50_000 / per_second,
         "compile": compile_,
     }
+
+
+def write_profile(trainer, order, batch_size: int, steps: int, path: Path) -> None:
+    """The operators of ``steps`` training steps by their own time on the device (the CPU
+    where there is none), the costliest first: where a step's time goes."""
+    import torch
+    from torch.profiler import ProfilerActivity
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if trainer.cuda else [])
+    with torch.profiler.profile(activities=activities) as profiler:
+        for b in range(2, steps + 2):
+            loss = trainer.train_step(order[b * batch_size : (b + 1) * batch_size])
+        float(loss)
+    sort_by = "self_device_time_total" if trainer.cuda else "self_cpu_time_total"
+    table = profiler.key_averages().table(sort_by=sort_by, row_limit=30)
+    _cli.write_text_atomic(path, f"{steps} SimCLR steps, batch {batch_size}\n{table}\n")
 
 
 def load_example(script: str):
@@ -158,6 +179,9 @@ def main() -> None:
     p.add_argument("--batch-size", type=_cli.int_range(2), default=512)
     p.add_argument("--steps", type=_cli.positive_int, default=20)
     p.add_argument("--compile", action="store_true")
+    p.add_argument(
+        "--profile", type=_cli.output_file, help="also profile the steps: operator table here"
+    )
     p = sub.add_parser("variants")
     p.add_argument("--dataset", default="cifar10", choices=DATASETS)
     p.add_argument("--epochs", type=_cli.positive_int, default=10)
@@ -177,7 +201,9 @@ def run(args: argparse.Namespace) -> None:
     args.device = args.device or default_device()
     _cli.check_device(args.device)
     if args.bench == "throughput":
-        row = throughput(args.arch, args.batch_size, args.steps, args.device, args.compile)
+        row = throughput(
+            args.arch, args.batch_size, args.steps, args.device, args.compile, args.profile
+        )
         rows = [row]
         text = (
             "| device | arch | batch | images/s | s per CIFAR-10 epoch |\n|---|---|---|---|---|\n"

@@ -5,7 +5,8 @@ global batch and seeds: the last epoch's kNN accuracy and the seconds per epoch 
 
 The processes draw their own augmentations (one generator per rank), so a run with P
 processes is not the one-process run repeated: the comparison is over seeds. Extra
-arguments after ``--`` go to both runs (e.g. ``-- --distributed ring``).
+arguments after ``--`` go to both runs (e.g. ``-- --distributed ring``); the runs use the CPU
+(gloo) unless they say ``--device cuda`` (NCCL: one GPU per process).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "simclr.py"
 
 def run_example(procs: int, seed: int, extra: list[str], folder: Path) -> dict:
     out = folder / f"p{procs}-s{seed}.json"
-    example = [str(EXAMPLE), "--seed", str(seed), "--json", str(out), "--no-progress", *extra]
+    # the CPU (gloo) unless extra says otherwise: NCCL needs a GPU for every process
+    example = [str(EXAMPLE), "--seed", str(seed), "--json", str(out), "--no-progress"]
+    example += ["--device", "cpu", *extra]
     if procs == 1:
         command = [sys.executable, *example]
     else:

@@ -73,6 +73,7 @@ ARGUMENT_ERRORS = [
     ("benchmarks/image_ssl.py", ["throughput", "--batch-size", "1"], "--batch-size"),
     ("benchmarks/image_ssl.py", ["throughput", "--arch", "vit"], "--arch"),
     ("benchmarks/image_ssl.py", ["throughput", "--json", "OUT"], "--json"),
+    ("benchmarks/image_ssl.py", ["throughput", "--profile", "OUT"], "--profile"),
     ("benchmarks/image_ssl.py", ["variants", "--epochs", "0"], "--epochs"),
     ("benchmarks/image_ssl.py", ["variants", "--dataset", "nope"], "--dataset"),
     ("benchmarks/image_ssl.py", ["variants", "--dataset", "folder"], "--data-root"),
@@ -85,6 +86,10 @@ ARGUMENT_ERRORS = [
     ("benchmarks/operators.py", ["knn", "--k", "0"], "--k"),
     ("benchmarks/operators.py", ["knn", "--sizes", "8", "--k", "8"], "--k"),
     ("benchmarks/operators.py", ["knn", "--dim", "x"], "--dim"),
+    ("benchmarks/operators.py", ["knn", "--queries", "0"], "--queries"),
+    ("benchmarks/operators.py", ["knn", "--peers-max", "-1"], "--peers-max"),
+    ("benchmarks/operators.py", ["knn", "--device", "gpu0"], "--device"),
+    ("benchmarks/operators.py", ["fullgraph", "--device", "gpu0"], "--device"),
     ("benchmarks/operators.py", ["gemm", "--tile", "0"], "--tile"),
     ("benchmarks/operators.py", ["saved", "--tau", "0"], "--tau"),
     ("benchmarks/operators.py", ["saved", "--rounds", "0"], "--rounds"),
@@ -167,6 +172,8 @@ DEVICE_ERRORS = [
         "benchmarks/operators.py",
         ["scale", "--impls", "tiled", "--sizes", "2", "--device", "cuda:99"],
     ),
+    ("benchmarks/operators.py", ["knn", "--sizes", "20", "--k", "2", "--device", "cuda:99"]),
+    ("benchmarks/operators.py", ["fullgraph", "--nodes", "20", "--device", "cuda:99"]),
 ]
 if not torch.cuda.is_available():
     DEVICE_ERRORS += [

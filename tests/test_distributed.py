@@ -157,3 +157,21 @@ def test_resume_continues_exactly_and_rank_zero_writes(ranks):
             else:
                 assert torch.allclose(whole[key].double(), resumed[key].double(), atol=1e-6)
     assert results[0]["pipeline"]["files"] == ["checkpoint.pt"]
+
+
+def test_more_processes_than_gpus_is_refused_before_joining(monkeypatch):
+    """NCCL takes one GPU per process: rank 1 of two on a one-GPU machine gets a clear
+    error instead of CUDA's "invalid device ordinal" (no group is joined)."""
+    from cl2gnn.distributed import launch
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+    joined = []
+    monkeypatch.setattr(launch.dist, "init_process_group", lambda *a, **k: joined.append(a))
+    with pytest.raises(ValueError, match="more processes on this machine than its 1 GPU"):
+        launch.init_from_env("cuda")
+    assert joined == []
+    monkeypatch.setenv("LOCAL_RANK", "0")  # rank 0 has its GPU
+    assert launch.init_from_env("cuda") == torch.device("cuda", 0) and joined == [("nccl",)]

@@ -45,6 +45,20 @@ def test_operator_forward_backward(name, dtype):
         assert param.grad is not None and param.grad.abs().sum() > 0, pname
 
 
+@pytest.mark.parametrize("name", [*sorted(OPERATORS), "UniformAttention-keys"])
+def test_operator_forward_under_bf16_autocast_matches_float32(name):
+    """Mixed precision, as the image trainer runs on CUDA (here CPU autocast): the products
+    in bfloat16, the update in x's dtype and within bfloat16's rounding of float32's."""
+    op, args = make_operator(name.removesuffix("-keys"))
+    kwargs = {"keys": torch.tensor([0, 3, 5, 7, 10])} if name.endswith("-keys") else {}
+    x = F.normalize(torch.randn(N, D), dim=1)
+    expected = op(x, *args, **kwargs)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = op(x, *args, **kwargs)
+    assert out.shape == expected.shape
+    assert torch.allclose(out.float(), expected, atol=3e-2, rtol=3e-2)
+
+
 @pytest.mark.parametrize("name", sorted(OPERATORS))
 def test_operator_repr(name):
     op, _ = make_operator(name)

@@ -101,13 +101,13 @@ REFERENCES = {
 }
 
 
-def objective(method):
+def objective(method, device="cpu"):
     return NodeObjective(
         method,
         N,
         4,
         TAU,
-        graph=GRAPH,
+        graph=GRAPH.to(device),
         neighbor_weight=NEIGHBOR_WEIGHT,
         knn_k=KNN_K,
         clusters=2,
@@ -134,6 +134,19 @@ def test_objective_equals_reference(method):
     z1, z2, h1, h2 = views()
     got = value_and_grad(objective(method), z1, z2, h1, h2)
     assert_close(got, value_and_grad(REFERENCES[method], z1, z2, h1, h2))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("method", sorted(REFERENCES))
+def test_objective_on_cuda_equals_reference(method):
+    """The objective built from, and applied to, CUDA tensors (its buffers and the graphs it
+    makes on every step on the inputs' device)."""
+    z1, z2, h1, h2 = views()
+    on_gpu = [t.cuda() for t in (z1, z2, h1, h2)]
+    got = [t.cpu() for t in value_and_grad(objective(method, "cuda"), *on_gpu)]
+    expected = value_and_grad(REFERENCES[method], z1, z2, h1, h2)
+    for a, b in zip(got, expected, strict=True):  # float64 sums in another order
+        assert torch.allclose(a, b, rtol=1e-9, atol=1e-12), (a, b)
 
 
 def test_references_tell_the_methods_apart():

@@ -33,6 +33,16 @@ CASES = [
 WORKER = """
 import json, sys
 import torch
+from triton.runtime import interpreter
+
+# Triton 3.6's interpreter turns a runtime loop bound into a Python int with int() of a
+# one-element array, which numpy >= 2.4 refuses; squeeze first, as Triton 3.9's does
+patch_tensor = interpreter._patch_lang_tensor
+def squeezing_patch(tensor, scope):
+    patch_tensor(tensor, scope)
+    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+interpreter._patch_lang_tensor = squeezing_patch
+
 import torch.nn.functional as F
 from cl2gnn.losses import InfoNCELoss
 from cl2gnn.nn import UniformAttention
@@ -119,8 +129,10 @@ def test_triton_on_cuda_equals_float64_tiled(dtype, stop_gradient, monkeypatch):
     (grad,) = torch.autograd.grad(value, fast)
     reference = (tiled_row_logsumexp(exact, 0.2, stop_gradient) * weight.double()).sum()
     (grad_ref,) = torch.autograd.grad(reference, exact)
-    # same rounded inputs: the logits are exact up to float32 accumulation; the backward
-    # rounds the attention weights to the input dtype (bfloat16)
-    assert abs(float(value) - float(reference)) / float(reference) < 1e-5
+    # same rounded inputs: the logits are exact up to float32 accumulation; the log-partition
+    # comes back in the input dtype (rounded to half its eps, relatively: the weights are
+    # positive) and the backward rounds the attention weights to it
+    value_tolerance = 1e-5 if dtype == torch.float32 else torch.finfo(dtype).eps
+    assert abs(float(value) - float(reference)) / float(reference) < value_tolerance
     tolerance = max(4 * torch.finfo(dtype).eps, 1e-5)
     assert float((grad.double() - grad_ref).abs().max() / grad_ref.abs().max()) < tolerance

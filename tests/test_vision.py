@@ -124,14 +124,14 @@ def test_digits_dataset():
     assert len(train) + len(test) == 1797 and int(train.images.max()) == 255
 
 
-def tiny_trainer(out=None, epochs=2):
+def tiny_trainer(out=None, epochs=2, device="cpu"):
     train = load_images("digits")
     train = ImageSet(train.images[:128], train.labels[:128], train.classes)
     aug = MultiViewAugment(size=8, flip_p=0, gray_p=0, jitter=(0.4, 0.4, 0, 0), mean=None, std=None)
     torch.manual_seed(0)
     model = SSLNet("convnet", 1, proj_dims=(32, 16))
     config = PretrainConfig(epochs=epochs, batch_size=32, lr=0.1, warmup_epochs=1, knn_k=5)
-    return Pretrainer(model, SimCLRObjective(0.5), train, train, aug, config, "cpu", out)
+    return Pretrainer(model, SimCLRObjective(0.5), train, train, aug, config, device, out)
 
 
 def test_sample_draws_across_a_class_sorted_set():
@@ -168,6 +168,22 @@ def test_checkpoint_resume_gives_identical_next_loss(tmp_path):
     assert resumed.history.knn_accuracy[-1] == straight.history.knn_accuracy[-1]
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_checkpoint_written_on_cuda_resumes_there_with_its_generators(tmp_path):
+    """The generator states come back where they live (the batch order's on the CPU, the
+    augmentations' on the GPU), whatever device the checkpoint is loaded for."""
+    first = tiny_trainer(tmp_path, epochs=2, device="cuda")
+    first.config.epochs = 1
+    first.fit(progress=False)
+    resumed = tiny_trainer(tmp_path, epochs=2, device="cuda")
+    resumed.load_checkpoint(tmp_path / "checkpoint.pt")
+    assert resumed.epoch == 1
+    assert torch.equal(resumed.order_gen.get_state(), first.order_gen.get_state())
+    assert torch.equal(resumed.augment_gen.get_state(), first.augment_gen.get_state())
+    resumed.fit(progress=False)
+    assert len(resumed.history.losses) == 2
+
+
 def load_example(name):
     spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
@@ -195,7 +211,9 @@ def test_simclr_example_one_epoch(extra, tmp_path):
     )
     for key in ("knn_accuracy", "epochs", "epoch_seconds", "device"):
         assert key in result
-    assert 0.0 <= result["knn_accuracy"] <= 1.0 and result["device"] == "cpu"
+    # the default device: the GPU where there is one
+    device = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
+    assert 0.0 <= result["knn_accuracy"] <= 1.0 and result["device"] == device
     assert out.exists() and (tmp_path / "checkpoint.pt").exists()
 
 

@@ -18,7 +18,13 @@ def init_from_env(device: str | torch.device) -> torch.device:
     if not launched_by_torchrun() or dist.is_initialized():
         return device
     if device.type == "cuda":
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        local_rank, gpus = int(os.environ.get("LOCAL_RANK", "0")), torch.cuda.device_count()
+        if local_rank >= gpus:  # NCCL takes one GPU per process
+            raise ValueError(
+                f"torchrun started more processes on this machine than its {gpus} GPU(s): "
+                "one GPU per process with --device cuda; --device cpu runs any number (gloo)"
+            )
+        device = torch.device("cuda", local_rank)
         torch.cuda.set_device(device)
     dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return device

@@ -14,6 +14,7 @@ bfloat16 or float32. Runs on CPU tensors under ``TRITON_INTERPRET=1`` (how it is
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import torch
@@ -140,6 +141,11 @@ if triton is not None:
         )
 
 
+def _on_device_of(x: Tensor) -> contextlib.AbstractContextManager:
+    """Triton launches on the current CUDA device: make it ``x``'s."""
+    return torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext()
+
+
 def _launch_settings(x: Tensor) -> dict:
     # input precision matters for float32 operands only (float16 ones take tensor cores)
     ieee = x.dtype == torch.float32 and not (x.is_cuda and torch.backends.cuda.matmul.allow_tf32)
@@ -159,7 +165,8 @@ class _TritonRowLogSumExp(torch.autograd.Function):
         n, d = x.shape
         lse = torch.empty(n, dtype=torch.float32, device=x.device)
         grid = (triton.cdiv(n, BLOCK_M),)
-        _forward_kernel[grid](x, lse, n, d, 1.0 / tau, self_loops, **_launch_settings(x))
+        with _on_device_of(x):
+            _forward_kernel[grid](x, lse, n, d, 1.0 / tau, self_loops, **_launch_settings(x))
         ctx.save_for_backward(x, lse)
         ctx.settings = (tau, stop_gradient, self_loops)
         return lse.to(x.dtype)
@@ -174,19 +181,20 @@ class _TritonRowLogSumExp(torch.autograd.Function):
         lse = torch.where(has_keys, lse, torch.full_like(lse, float("inf")))
         grad = torch.empty(n, d, dtype=torch.float32, device=x.device)
         grid = (triton.cdiv(n, BLOCK_M),)
-        _backward_kernel[grid](
-            x,
-            lse,
-            u,
-            grad,
-            n,
-            d,
-            1.0 / tau,
-            self_loops,
-            stop_gradient,
-            FP32_PRODUCT=x.dtype == torch.float16,
-            **_launch_settings(x),
-        )
+        with _on_device_of(x):
+            _backward_kernel[grid](
+                x,
+                lse,
+                u,
+                grad,
+                n,
+                d,
+                1.0 / tau,
+                self_loops,
+                stop_gradient,
+                FP32_PRODUCT=x.dtype == torch.float16,
+                **_launch_settings(x),
+            )
         return grad.to(x.dtype), None, None, None
 
 

@@ -209,7 +209,8 @@ class UniformAttention(MessagePassing):
             attended = attn @ x.index_select(0, keys)
             transposed = None
             if not self.stop_gradient:  # each key collects the anchors attending to it
-                transposed = torch.zeros_like(x).index_add_(0, keys, attn.T @ x)
+                # in x's dtype: autocast makes the product half precision
+                transposed = torch.zeros_like(x).index_add_(0, keys, (attn.T @ x).to(x.dtype))
         elif edge_index is None:
             shard = None
             if is_distributed(self.distributed):  # the keys of every rank, gathered

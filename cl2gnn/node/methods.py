@@ -21,6 +21,7 @@ from ..losses import (
     attention_info_nce,
     info_nce,
 )
+from ..losses._operators import cached_pair_graph
 from ..losses.infonce import check_num_keys
 from ..nn import MultiStageMemory
 from .names import DISTRIBUTED_METHODS, METHODS, SAMPLED_KEYS_METHODS
@@ -113,9 +114,9 @@ class NodeObjective(torch.nn.Module):
             if not neighbor_weight > 0:
                 raise ValueError(f"neighbor_weight must be > 0, got {neighbor_weight}")
             graph = graph[:, graph[0] != graph[1]]  # a node's own view is already a pair
-            pairs = pair_graph(num_nodes, 2)
+            pairs = pair_graph(num_nodes, 2, device=graph.device)
             edges = torch.cat([pairs, cross_view_edges(graph[0], graph[1], num_nodes)], 1)
-            weights = torch.ones(edges.size(1))
+            weights = torch.ones(edges.size(1), device=graph.device)
             weights[pairs.size(1) :] = neighbor_weight
             self.register_buffer("positives", edges, persistent=False)
             self.register_buffer("positive_weight", weights, persistent=False)
@@ -170,5 +171,5 @@ class NodeObjective(torch.nn.Module):
     def _knn_positives(self, h1: Tensor, h2: Tensor) -> Tensor:
         """The pair graph plus, across views, each node's k nearest feature-space neighbours."""
         nbr, node = knn_graph(0.5 * (h1 + h2).detach(), self.knn_k, backend="torch")
-        pairs = pair_graph(h1.size(0), 2).to(h1.device)
+        pairs = cached_pair_graph(h1.size(0), h1.device)
         return torch.cat([pairs, cross_view_edges(nbr, node, h1.size(0))], dim=1)

@@ -166,8 +166,9 @@ def layerwise_embeddings(
             if out is None:
                 out = rows.new_empty(mine.numel(), rows.size(1))
             out[start : start + targets.numel()] = rows
-        if world > 1:
-            out = gather_rows(out, shard_of(out), grad=False)
+        if world > 1:  # on the device: NCCL gathers CUDA tensors only
+            out = out.to(device)
+            out = gather_rows(out, shard_of(out), grad=False).cpu()
         outputs.append(out)
         h = out
     return read_out(x, outputs[0], outputs[1], readout)
@@ -259,7 +260,7 @@ class MinibatchTrainer:
     def epoch(self, max_steps: int | None = None) -> float:
         """One pass over the seed nodes (the first ``max_steps`` steps of it, if given);
         returns the mean global-batch loss."""
-        total, steps = torch.zeros((), dtype=torch.float64), 0
+        total, steps = torch.zeros((), dtype=torch.float64, device=self.device), 0
         for batch in self.loader:
             if steps == max_steps:
                 break

@@ -144,8 +144,8 @@ def train_node_model(
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+        losses.append(float(loss.detach()))  # waits for the device: the epoch's work is done
         seconds.append(time.perf_counter() - start)
-        losses.append(float(loss.detach()))
         if averaged is not None and epoch + 1 >= swa_start:
             averaged.update_parameters(encoder)
         bar.set_postfix(loss=f"{losses[-1]:.4f}")

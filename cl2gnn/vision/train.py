@@ -229,7 +229,8 @@ class Pretrainer:
             torch.save(state, partial)
 
     def load_checkpoint(self, path: Path) -> None:
-        state = torch.load(path, map_location=self.device, weights_only=False)
+        # on the CPU: generator states must stay there; load_state_dict moves the rest
+        state = torch.load(path, map_location="cpu", weights_only=False)
         if len(state["augment_gen"]) != self.world:
             raise ValueError(
                 f"{path} was written by {len(state['augment_gen'])} processes; resume it "
@@ -240,7 +241,7 @@ class Pretrainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.order_gen.set_state(state["order_gen"])
         own = state["augment_gen"][self.rank]
-        self.augment_gen.set_state(own.to(self.augment_gen.get_state().device))
+        self.augment_gen.set_state(own)
         self.epoch = state["epoch"]
         self.history = History(**state["history"])
 

@@ -1,0 +1,34 @@
+"""The checks the benchmarks apply to what they time: a check that cannot fail would let a
+fast but wrong build into the results page."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import operators
+
+from cl2gnn.graphs import knn_graph
+
+
+def test_knn_exactness_accepts_the_exact_graph_and_flags_a_wrong_neighbour():
+    x = operators.clustered_points(600, 8)
+    graph = knn_graph(x, 5, "l2", backend="torch")
+    assert operators.knn_exactness(x, graph, 5, 600) == {"exact_rows": 1.0, "max_kth_excess": 0.0}
+    wrong = graph.clone()
+    wrong[0, 5 * 7 + 2] = int(torch.cdist(x[7:8], x).argmax())  # row 7's farthest point
+    check = operators.knn_exactness(x, wrong, 5, 600)
+    assert check["exact_rows"] == 1 - 1 / 600
+    assert check["max_kth_excess"] > 1.0
+
+
+def test_knn_exactness_in_chunks_flags_exactly_the_wrong_row():
+    """Rows are checked in chunks of 2**26 // N (here 5 chunks): one wrong row among
+    16,387, whichever chunk it falls in, and no other."""
+    x = operators.clustered_points(2**14 + 3, 4)
+    graph = knn_graph(x, 3, "l2", backend="torch")
+    graph[0, 3 * 9000 : 3 * 9001] = graph[0, :3]  # row 9,000 takes row 0's neighbours
+    check = operators.knn_exactness(x, graph, 3, x.size(0))
+    assert check["exact_rows"] == 1 - 1 / x.size(0)
+    assert check["max_kth_excess"] > 0
