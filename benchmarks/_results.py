@@ -8,10 +8,11 @@ import datetime
 import json
 import os
 import platform
-import re
 import shlex
 import sys
 from pathlib import Path
+
+from cl2gnn import _cli
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 TOPICS = ("Operators", "Node classification", "Scale", "Image SSL")
@@ -58,7 +59,7 @@ def save_table(
 ) -> Path:
     """Write one table to ``results/<name>.json`` (a re-run replaces it). ``command``
     defaults to this process's own command line."""
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+    if not _cli.FILE_STEM.fullmatch(name):
         raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
     if topic not in TOPICS:
         raise ValueError(f"topic must be one of {TOPICS}, got {topic!r}")

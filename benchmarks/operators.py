@@ -53,9 +53,21 @@ from cl2gnn import _cli
 if TYPE_CHECKING:
     import torch
 
+Table = tuple[list[str], list[list[str]]]  # columns, rows of cells
+
 DIM = 128
 TAU = 0.5
 IMPLS = ("tiled", "triton")  # the log-partition's implementations that ``scale`` compares
+TITLES = {  # the results page's title of each benchmark's table (--save)
+    "infonce": "Exact InfoNCE at scale: dense vs GRACE-chunked vs tiled (forward + backward)",
+    "knn": "kNN graph construction",
+    "gemm": "The tiled loss's inner product",
+    "saved": "Tiled log-partition: exp blocks saved against recomputed",
+    "keys": "InfoNCE with sampled uniformity keys against the exact loss",
+    "spectral": "Spectral contrastive loss, forward + backward",
+    "scale": "Exact log-partition at scale on one GPU: Triton against torch tiled",
+    "fullgraph": "Full-graph GRACE step on a large graph",
+}
 
 
 def rss_mb() -> float:
@@ -143,12 +155,10 @@ def run_infonce(sizes, repeats: int, budget_gb: float) -> list[dict]:
     return rows
 
 
-def infonce_table(rows: list[dict]) -> str:
-    lines = [
-        "| N views | dense s | dense peak RSS MB | GRACE-chunked s | chunked peak MB | "
-        "tiled s | tiled peak MB | tiled / dense time |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+def infonce_table(rows: list[dict]) -> Table:
+    columns = ["N views", "dense s", "dense peak RSS MB", "GRACE-chunked s", "chunked peak MB"]
+    columns += ["tiled s", "tiled peak MB", "tiled / dense time"]
+    lines = []
     for n in sorted({r["n"] for r in rows}):
         by = {r["impl"]: r for r in rows if r["n"] == n}
         cells = []
@@ -162,8 +172,8 @@ def infonce_table(rows: list[dict]) -> str:
             if "skipped" not in by["dense"]
             else "—"
         )
-        lines.append(f"| {n} | " + " | ".join(cells) + f" | {ratio} |")
-    return "\n".join(lines)
+        lines.append([str(n), *cells, ratio])
+    return columns, lines
 
 
 def timed(fn, *args, **kwargs):
@@ -267,22 +277,19 @@ def run_knn(sizes, dim: int, k: int, device: str, queries: int, peers_max: int) 
     return rows
 
 
-def knn_table(rows: list[dict]) -> str:
-    lines = [
-        "| N | method | seconds | rows with the exact neighbours | largest k-th distance excess |",
-        "|---|---|---|---|---|",
-    ]
+def knn_table(rows: list[dict]) -> Table:
+    columns = ["N", "method", "seconds", "rows with the exact neighbours"]
+    columns.append("largest k-th distance excess")
+    lines = []
     for r in rows:
         if "skipped" in r:
-            lines.append(f"| {r['n']} | {r['method']} | — ({r['skipped']}) | | |")
+            lines.append([str(r["n"]), r["method"], f"— ({r['skipped']})", "", ""])
         elif "exact_rows" in r:
-            lines.append(
-                f"| {r['n']} | {r['method']} | {r['seconds']:.2f} | {r['exact_rows']:.4f} | "
-                f"{r['max_kth_excess']:.1e} |"
-            )
+            check = [f"{r['exact_rows']:.4f}", f"{r['max_kth_excess']:.1e}"]
+            lines.append([str(r["n"]), r["method"], f"{r['seconds']:.2f}", *check])
         else:  # a peer's graph is not checked (or a starved IVF search)
-            lines.append(f"| {r['n']} | {r['method']} | {r['seconds']:.2f} | | |")
-    return "\n".join(lines)
+            lines.append([str(r["n"]), r["method"], f"{r['seconds']:.2f}", "", ""])
+    return columns, lines
 
 
 def run_fullgraph(nodes: int, dim: int, device: str) -> dict:
@@ -559,6 +566,12 @@ def main() -> None:
     p.add_argument("--device", type=_cli.device, default="cpu")
     for p in sub.choices.values():
         p.add_argument("--json", type=_cli.output_file)
+        p.add_argument(
+            "--save",
+            metavar="NAME",
+            type=_cli.file_stem,
+            help="also write the table to benchmarks/results/NAME.json (the results page)",
+        )
     args = parser.parse_args()
     check(sub.choices[args.bench], args)
     with _cli.user_errors(sub.choices[args.bench].prog):
@@ -592,51 +605,64 @@ def run(args: argparse.Namespace) -> None:
     torch.set_grad_enabled(True)
     if args.bench == "infonce":
         rows = run_infonce(args.sizes, args.repeats, args.budget_gb)
-        text = infonce_table(rows)
+        columns, cells = infonce_table(rows)
     elif args.bench == "knn":
         rows = run_knn(args.sizes, args.dim, args.k, args.device, args.queries, args.peers_max)
-        text = knn_table(rows)
+        columns, cells = knn_table(rows)
     elif args.bench == "gemm":
         rows = run_gemm(args.n, args.dim, args.tile)
-        text = "| dtype | ms per GEMM | G multiply-adds/s |\n|---|---|---|\n" + "\n".join(
-            f"| {r['dtype']} | {r['ms']:.2f} | {r['gmacs_per_s']:.0f} |" for r in rows
-        )
+        columns = ["dtype", "ms per GEMM", "G multiply-adds/s"]
+        cells = [[r["dtype"], f"{r['ms']:.2f}", f"{r['gmacs_per_s']:.0f}"] for r in rows]
     elif args.bench == "scale":
         rows = run_scale(args.sizes, args.dim, args.dtype, args.impls, args.tile, args.device)
-        text = (
-            "| implementation | N | dtype | s (forward + backward) | peak MB | T multiply-adds/s "
-            "| of the GEMM roofline |\n|---|---|---|---|---|---|---|\n"
-            + "\n".join(
-                f"| {r['impl']} | {r['n']} | {r['dtype']} | {r['seconds']:.2f} | "
-                f"{r['peak_mb']:.0f} | {r['tmacs_per_s']:.1f} | {r['roofline_fraction']:.0%} |"
-                for r in rows
-            )
-        )
+        columns = ["implementation", "N", "dtype", "s (forward + backward)", "peak MB"]
+        columns += ["T multiply-adds/s", "of the GEMM roofline"]
+        cells = [scale_cells(r) for r in rows]
     elif args.bench == "saved":
         rows = run_saved(args.n, args.dim, args.tau, args.rounds)
-        text = "| round | exp blocks | best ms | median ms |\n|---|---|---|---|\n" + "\n".join(
-            f"| {r['round']} | {'saved' if r['saved'] else 'recomputed'} | "
-            f"{r['best_ms']:.1f} | {r['median_ms']:.1f} |"
+        columns = ["round", "exp blocks", "best ms", "median ms"]
+        cells = [
+            [str(r["round"]), "saved" if r["saved"] else "recomputed", *best_median(r)]
             for r in rows
-        )
+        ]
     elif args.bench == "keys":
         rows = run_keys(args.n, args.dim, args.tau, args.keys, args.rounds)
-        text = "| round | uniformity keys | best ms | median ms |\n|---|---|---|---|\n" + "\n".join(
-            f"| {r['round']} | {r['num_keys'] or f'all {args.n} (exact)'} | "
-            f"{r['best_ms']:.1f} | {r['median_ms']:.1f} |"
+        columns = ["round", "uniformity keys", "best ms", "median ms"]
+        cells = [
+            [str(r["round"]), str(r["num_keys"] or f"all {args.n} (exact)"), *best_median(r)]
             for r in rows
-        )
+        ]
     elif args.bench == "spectral":
         rows = run_spectral(args.n, args.dim, args.rounds)
-        text = "| round | best ms | median ms |\n|---|---|---|\n" + "\n".join(
-            f"| {r['round']} | {r['best_ms']:.1f} | {r['median_ms']:.1f} |" for r in rows
-        )
+        columns = ["round", "best ms", "median ms"]
+        cells = [[str(r["round"]), *best_median(r)] for r in rows]
     else:
         rows = run_fullgraph(args.nodes, args.dim, args.device)
-        text = "\n".join(f"- {k}: {v}" for k, v in rows.items())
-    print(text)
+        columns, cells = list(rows), [[str(v) for v in rows.values()]]
+    print(markdown_table(columns, cells))
     if args.json:
         _cli.write_text_atomic(args.json, json.dumps(rows, indent=1))
+    if args.save:
+        from _results import save_table  # benchmarks/ is the script's folder, on sys.path
+
+        topic = "Scale" if args.bench in ("scale", "fullgraph") else "Operators"
+        device = getattr(args, "device", "cpu")
+        print(save_table(args.save, topic, TITLES[args.bench], columns, cells, device=device))
+
+
+def best_median(row: dict) -> list[str]:
+    return [f"{row['best_ms']:.1f}", f"{row['median_ms']:.1f}"]
+
+
+def scale_cells(row: dict) -> list[str]:
+    rate = [f"{row['tmacs_per_s']:.1f}", f"{row['roofline_fraction']:.0%}"]
+    timing = [f"{row['seconds']:.2f}", f"{row['peak_mb']:.0f}"]
+    return [row["impl"], str(row["n"]), row["dtype"], *timing, *rate]
+
+
+def markdown_table(columns: list[str], cells: list[list[str]]) -> str:
+    lines = [columns, ["---"] * len(columns), *cells]
+    return "\n".join("| " + " | ".join(line) + " |" for line in lines)
 
 
 if __name__ == "__main__":

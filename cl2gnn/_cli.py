@@ -130,6 +130,19 @@ def _check_parents(path: Path, text: str) -> None:
             return
 
 
+FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def file_stem(text: str) -> str:
+    """An argparse type: a name for a file in a folder the command chooses (letters, digits,
+    ``_ . -``; no path)."""
+    if not FILE_STEM.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"must be a plain file name (letters, digits, _ . -), got {text!r}"
+        )
+    return text
+
+
 _DEVICE = re.compile(r"[a-z]+(:\d+)?")
 
 

@@ -32,3 +32,23 @@ def test_knn_exactness_in_chunks_flags_exactly_the_wrong_row():
     check = operators.knn_exactness(x, graph, 3, x.size(0))
     assert check["exact_rows"] == 1 - 1 / x.size(0)
     assert check["max_kth_excess"] > 0
+
+
+def test_saved_operator_table_is_the_printed_one(tmp_path, monkeypatch, capsys):
+    """``--save NAME``: the results page's table holds the printed table's columns and cells,
+    under the benchmark's topic, with the command that printed it."""
+    import json
+
+    import _results
+
+    monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path)
+    argv = ["benchmarks/operators.py", "fullgraph", "--nodes", "40", "--dim", "8"]
+    monkeypatch.setattr(sys, "argv", [*argv, "--save", "fullgraph_tiny"])
+    operators.main()
+    printed = capsys.readouterr().out.splitlines()
+    saved = json.loads((tmp_path / "fullgraph_tiny.json").read_text())
+    assert saved["topic"] == "Scale" and saved["title"] == operators.TITLES["fullgraph"]
+    assert saved["command"].startswith("python benchmarks/operators.py fullgraph --nodes 40")
+    assert printed[0] == "| " + " | ".join(saved["columns"]) + " |"
+    assert printed[2] == "| " + " | ".join(saved["rows"][0]) + " |"
+    assert dict(zip(saved["columns"], saved["rows"][0], strict=True))["nodes"] == "40"

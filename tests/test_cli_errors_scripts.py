@@ -90,6 +90,7 @@ ARGUMENT_ERRORS = [
     ("benchmarks/operators.py", ["knn", "--peers-max", "-1"], "--peers-max"),
     ("benchmarks/operators.py", ["knn", "--device", "gpu0"], "--device"),
     ("benchmarks/operators.py", ["fullgraph", "--device", "gpu0"], "--device"),
+    ("benchmarks/operators.py", ["gemm", "--save", "../results"], "--save"),
     ("benchmarks/operators.py", ["gemm", "--tile", "0"], "--tile"),
     ("benchmarks/operators.py", ["saved", "--tau", "0"], "--tau"),
     ("benchmarks/operators.py", ["saved", "--rounds", "0"], "--rounds"),
