@@ -210,7 +210,9 @@ def knn_exactness(x: torch.Tensor, edge_index: torch.Tensor, k: int, queries: in
         exact = dist.topk(k, dim=1, largest=False)
         same.append((nbrs.sort(1).values == exact.indices.sort(1).values).all(1))
         kth = exact.values[:, -1]
-        excess.append((dist.gather(1, nbrs).max(1).values - kth).clamp(min=0) / kth)
+        excess.append(
+            (dist.gather(1, nbrs).max(1).values - kth).clamp(min=0) / kth.clamp(min=1e-12)
+        )
     return {
         "exact_rows": float(torch.cat(same).double().mean()),
         "max_kth_excess": float(torch.cat(excess).max()),

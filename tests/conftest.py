@@ -27,6 +27,21 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture(autouse=True)
+def _cache(tmp_path_factory, monkeypatch):
+    """Caches (processed datasets, decoded images) in this run's temporary folder, never the
+    user's."""
+    monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path_factory.getbasetemp() / "cl2gnn-cache"))
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """The embedded node dataset: scikit-learn's digits as a cosine kNN graph."""
+    from cl2gnn.node import load_node_dataset
+
+    return load_node_dataset("digits-knn")
+
+
 def random_graph(n, num_edges, generator=None, weighted=True):
     edge_index = torch.randint(0, n, (2, num_edges), generator=generator)
     weight = torch.rand(num_edges, generator=generator, dtype=torch.float64) + 0.1

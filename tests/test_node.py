@@ -28,16 +28,6 @@ DATA = os.environ.get("CL2GNN_DATA")
 HAS_CORA = bool(DATA) and (Path(DATA) / "planetoid" / "Cora" / "raw").is_dir()
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path_factory.getbasetemp() / "cl2gnn-cache"))
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_node_dataset("digits-knn")
-
-
 def test_cli_embedded_default_writes_json(tmp_path, capsys):
     out = tmp_path / "result.json"
     code = main(["node", "--seeds", "2", "--epochs", "10", "--json", str(out), "--no-progress"])

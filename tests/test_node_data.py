@@ -28,11 +28,6 @@ DATA = os.environ.get("CL2GNN_DATA")
 SHIPPED = Path(DATA or "/nonexistent") / "heterophilous"
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path_factory.getbasetemp() / "cl2gnn-cache"))
-
-
 def graph_arrays(n=40, classes=3, splits=2, features=6, seed=0) -> dict:
     """A small graph in the heterophilous graphs' format: a directed ring plus random
     chords (one direction listed), and ``splits`` random 50/25/25 splits."""

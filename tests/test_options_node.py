@@ -12,7 +12,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from cl2gnn.cli import main
-from cl2gnn.node import NodeObjective, default_config, load_node_dataset, train_node_model
+from cl2gnn.node import NodeObjective, default_config, train_node_model
 from cl2gnn.node import methods as node_methods
 from cl2gnn.node import train as node_train
 from cl2gnn.node.features import prepare_features
@@ -20,16 +20,6 @@ from cl2gnn.node.features import prepare_features
 from . import reference as ref
 
 CONFIG = default_config("digits-knn").with_overrides(epochs=2)
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path_factory.getbasetemp() / "cl2gnn-cache"))
-
-
-@pytest.fixture(scope="module")
-def digits():
-    return load_node_dataset("digits-knn")
 
 
 def train(data, config):

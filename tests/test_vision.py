@@ -19,11 +19,6 @@ from cl2gnn.vision.train import PretrainConfig, Pretrainer
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path_factory.getbasetemp() / "cl2gnn-cache"))
-
-
 @pytest.mark.parametrize("channels", [1, 3])
 def test_augment_shape_dtype_range_and_seed(channels):
     images = torch.randint(0, 256, (16, channels, 12, 12), dtype=torch.uint8)

@@ -64,7 +64,13 @@ class SparseFeatures:
         return dense if self.row_mask is None else dense * self.row_mask[:, None]
 
 
-def prepare_features(x: Tensor) -> Tensor | SparseFeatures:
-    """Sparse bag-of-words features as :class:`SparseFeatures`, others unchanged."""
-    density = float((x != 0).float().mean()) if x.numel() else 1.0
-    return SparseFeatures.from_dense(x) if density < SPARSE_BELOW else x
+def is_sparse(x: Tensor) -> bool:
+    """Whether ``x`` is sparse enough to be kept sparse (density below ``SPARSE_BELOW``)."""
+    return x.numel() > 0 and int(torch.count_nonzero(x)) < SPARSE_BELOW * x.numel()
+
+
+def prepare_features(x: Tensor, sparse: bool | None = None) -> Tensor | SparseFeatures:
+    """Sparse bag-of-words features as :class:`SparseFeatures`, others unchanged;
+    ``sparse`` decides (default: :func:`is_sparse` of ``x``). Mini-batches pass the whole
+    graph's answer: one decision, not one density pass per batch."""
+    return SparseFeatures.from_dense(x) if (is_sparse(x) if sparse is None else sparse) else x

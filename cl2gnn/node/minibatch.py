@@ -31,7 +31,7 @@ from .._validation import check_integer
 from ..distributed import gather_rows, rank_and_world, shard_of
 from ..graphs import neighbor_loader
 from .config import NodeConfig
-from .features import prepare_features
+from .features import is_sparse, prepare_features
 from .methods import NodeObjective
 from .models import GraphEncoder, ProjectionHead, read_out
 from .names import BATCH_METHODS, DISTRIBUTED_METHODS
@@ -151,6 +151,7 @@ def layerwise_embeddings(
     computes an equal share of the rows and the layers are all-gathered."""
     rank, world = rank_and_world()
     mine = torch.arange(x.size(0)).tensor_split(world)[rank]
+    sparse = is_sparse(x)
     h, outputs = x, []
     for index in (0, 1):
         out = None
@@ -161,7 +162,7 @@ def layerwise_embeddings(
             sub_degree = None if degree is None else degree[sub.node].to(device)
             graph = encoder.propagation_graph(edges, sub.node.numel(), sub_degree)
             inputs = h[sub.node].to(device)
-            inputs = prepare_features(inputs) if index == 0 else inputs
+            inputs = prepare_features(inputs, sparse) if index == 0 else inputs
             rows = encoder.layer(index, inputs, graph)[: targets.numel()].cpu()
             if out is None:
                 out = rows.new_empty(mine.numel(), rows.size(1))
@@ -215,7 +216,7 @@ class MinibatchTrainer:
         x = data.x.float()
         if config.normalize_features:  # NormalizeFeatures' rule, without copying the edges
             x = x / x.sum(1, keepdim=True).clamp(min=1)
-        self.x = x
+        self.x, self.sparse = x, is_sparse(x)
         self.encoder = GraphEncoder(x.size(1), config.hidden, config.activation, config.encoder)
         model = TwoViews(self.encoder, ProjectionHead(config.hidden, config.proj_hidden))
         model = model.to(device)
@@ -249,7 +250,8 @@ class MinibatchTrainer:
         from .train import augment
 
         config, device = self.config, self.device
-        x, edges = prepare_features(batch.x.to(device)), batch.edge_index.to(device)
+        x = prepare_features(batch.x.to(device), self.sparse)
+        edges = batch.edge_index.to(device)
         views = [augment(x, edges, *config.view_probabilities(v)) for v in (0, 1)]
         loss = self.objective(*self.model(views, batch.batch_size))
         self.optimizer.zero_grad(set_to_none=True)
@@ -264,7 +266,7 @@ class MinibatchTrainer:
         for batch in self.loader:
             if steps == max_steps:
                 break
-            total += float(self.step(batch))
+            total += self.step(batch)  # on the device: no wait for it per step
             steps += 1
         if self.world > 1:  # each rank returned world_size × its share: the mean is global
             dist.all_reduce(total)
