@@ -13,10 +13,11 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from cl2gnn import _cli
 from cl2gnn._torchrun import MODES
+from cl2gnn.apps import cmdline
+from cl2gnn.apps.cmdline import dataset_argument
 from cl2gnn.node.config import NodeConfig
-from cl2gnn.node.names import EMBEDDINGS, ENCODERS, METHODS, dataset_argument
+from cl2gnn.node.names import EMBEDDINGS, ENCODERS, METHODS
 
 # cl2gnn.node.models.ACTIVATIONS's names (that module imports torch; a test keeps them equal)
 ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
@@ -31,7 +32,7 @@ def _integer(low: int, none_ok: bool = False) -> Callable[[object], None]:
             return
         if isinstance(value, bool) or not isinstance(value, int):
             raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value!r}")
-        _cli.int_range(low)(str(value))
+        cmdline.int_range(low)(str(value))
 
     return check
 
@@ -52,7 +53,7 @@ def _pair(value: object) -> None:
     if not isinstance(value, list) or len(value) != 2:
         raise argparse.ArgumentTypeError(f"must be two numbers in [0, 1], got {value!r}")
     for item in value:
-        _number(_cli.probability)(item)
+        _number(cmdline.probability)(item)
 
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[object], None]:
@@ -81,18 +82,18 @@ def _neighbors(value: object) -> None:
 
 
 FIELD_CHECKS: dict[str, Callable[[object], None]] = {
-    "learning_rate": _number(_cli.positive_float),
+    "learning_rate": _number(cmdline.positive_float),
     "hidden": _integer(1),
     "proj_hidden": _integer(1),
     "activation": _one_of(ACTIVATIONS),
     "drop_edge": _pair,
     "drop_feature": _pair,
-    "tau": _number(_cli.positive_float),
+    "tau": _number(cmdline.positive_float),
     "epochs": _integer(1),
-    "weight_decay": _number(_cli.non_negative_float),
+    "weight_decay": _number(cmdline.non_negative_float),
     "encoder": _one_of(ENCODERS),
     "embedding": _one_of(EMBEDDINGS),
-    "neighbor_weight": _number(_cli.non_negative_float),
+    "neighbor_weight": _number(cmdline.non_negative_float),
     "clusters": _integer(1),
     "normalize_features": _boolean,
     "num_keys": _integer(1, none_ok=True),

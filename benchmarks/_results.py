@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from cl2gnn import _cli
+from cl2gnn.apps import cmdline
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 TOPICS = ("Operators", "Node classification", "Scale", "Image SSL")
@@ -59,7 +59,7 @@ def save_table(
 ) -> Path:
     """Write one table to ``results/<name>.json`` (a re-run replaces it). ``command``
     defaults to this process's own command line."""
-    if not _cli.FILE_STEM.fullmatch(name):
+    if not cmdline.FILE_STEM.fullmatch(name):
         raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
     if topic not in TOPICS:
         raise ValueError(f"topic must be one of {TOPICS}, got {topic!r}")

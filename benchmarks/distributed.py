@@ -29,7 +29,7 @@ from datetime import timedelta
 
 from _results import RESULTS_DIR, save_table  # benchmarks/ is the script's folder
 
-from cl2gnn import _cli
+from cl2gnn.apps import cmdline
 
 METHODS = ("gather", "ring", "lightly")
 
@@ -54,7 +54,7 @@ def _loss_fn(method: str, distributed: bool):
 
 
 def _worker(rank, world, port, method, views, dim, repeats, device, queue):
-    _cli.quiet_pyg_warning()  # a spawned process: main() has not run here
+    cmdline.quiet_pyg_warning()  # a spawned process: main() has not run here
     import torch
     import torch.distributed as dist
 
@@ -122,14 +122,16 @@ def logits_gb(method: str, world: int, views: int) -> float:
 
 
 def main() -> None:
-    _cli.quiet_pyg_warning()
-    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--procs", type=_cli.positive_int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--views", type=_cli.positive_int, nargs="+", default=[8192, 32768, 131072])
-    parser.add_argument("--dim", type=_cli.positive_int, default=128)
+    cmdline.quiet_pyg_warning()
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--procs", type=cmdline.positive_int, nargs="+", default=[1, 2, 4])
+    parser.add_argument(
+        "--views", type=cmdline.positive_int, nargs="+", default=[8192, 32768, 131072]
+    )
+    parser.add_argument("--dim", type=cmdline.positive_int, default=128)
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
-    parser.add_argument("--repeats", type=_cli.positive_int, default=3)
-    parser.add_argument("--budget-gb", type=_cli.positive_float, default=16.0)
+    parser.add_argument("--repeats", type=cmdline.positive_int, default=3)
+    parser.add_argument("--budget-gb", type=cmdline.positive_float, default=16.0)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--name", default="distributed_infonce", help="results file name")
     parser.add_argument(
@@ -139,7 +141,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     check(parser, args)
-    with _cli.user_errors(parser.prog):
+    with cmdline.user_errors(parser.prog):
         run(args)
 
 
@@ -178,7 +180,7 @@ def merged(kept: list[list], rows: list[list]) -> list[list]:
 
 
 def run(args: argparse.Namespace) -> None:
-    _cli.check_device(args.device)
+    cmdline.check_device(args.device)
     results = RESULTS_DIR / f"{args.name}.json"
     kept = kept_rows(results) if args.merge and results.exists() else []
     if args.device == "cuda":  # rank r runs on cuda:r

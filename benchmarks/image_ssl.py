@@ -21,8 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from cl2gnn import _cli  # torch-free: torch and the vision modules load once the options pass
-from cl2gnn.vision.experiment import KNN_K, augment_for, default_device, load_split
+from cl2gnn import _files
+from cl2gnn.apps import cmdline
+from cl2gnn.apps.pretrain import KNN_K, augment_for, default_device, load_split
 from cl2gnn.vision.names import ARCHS, DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,14 +110,12 @@ def write_profile(trainer, order, batch_size: int, steps: int, path: Path) -> No
         float(loss)
     sort_by = "self_device_time_total" if trainer.cuda else "self_cpu_time_total"
     table = profiler.key_averages().table(sort_by=sort_by, row_limit=30)
-    _cli.write_text_atomic(path, f"{steps} SimCLR steps, batch {batch_size}\n{table}\n")
+    _files.write_text_atomic(path, f"{steps} SimCLR steps, batch {batch_size}\n{table}\n")
 
 
 def load_example(script: str):
-    spec = importlib.util.spec_from_file_location(script, ROOT / "examples" / f"{script}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The image pre-training command ``cl2gnn {script}``'s module."""
+    return importlib.import_module(f"cl2gnn.apps.{script}")
 
 
 def untrained(dataset: str, extra: list[str]) -> dict:
@@ -170,36 +169,36 @@ def variants(dataset: str, epochs: int, extra: list[str]) -> list[dict]:
 
 
 def main() -> None:
-    _cli.quiet_pyg_warning()
-    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cmdline.quiet_pyg_warning()
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="bench", required=True)
     p = sub.add_parser("throughput")
     p.add_argument("--arch", default="resnet18", choices=ARCHS)
     # SimCLR's negatives are the batch's other images: two at least
-    p.add_argument("--batch-size", type=_cli.int_range(2), default=512)
-    p.add_argument("--steps", type=_cli.positive_int, default=20)
+    p.add_argument("--batch-size", type=cmdline.int_range(2), default=512)
+    p.add_argument("--steps", type=cmdline.positive_int, default=20)
     p.add_argument("--compile", action="store_true")
     p.add_argument(
-        "--profile", type=_cli.output_file, help="also profile the steps: operator table here"
+        "--profile", type=cmdline.output_file, help="also profile the steps: operator table here"
     )
     p = sub.add_parser("variants")
     p.add_argument("--dataset", default="cifar10", choices=DATASETS)
-    p.add_argument("--epochs", type=_cli.positive_int, default=10)
+    p.add_argument("--epochs", type=cmdline.positive_int, default=10)
     p.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="passed to the examples")
     for p in sub.choices.values():
-        p.add_argument("--device", type=_cli.device, help="default: cuda where available")
-        p.add_argument("--json", type=_cli.output_file)
+        p.add_argument("--device", type=cmdline.device, help="default: cuda where available")
+        p.add_argument("--json", type=cmdline.output_file)
     args = parser.parse_args()
     prog = sub.choices[args.bench].prog
     if args.bench == "variants":  # --extra's --device wins, as in the examples
         args.device = check_variants(prog, args.dataset, args.epochs, args.extra) or args.device
-    with _cli.user_errors(prog):
+    with cmdline.user_errors(prog):
         run(args)
 
 
 def run(args: argparse.Namespace) -> None:
     args.device = args.device or default_device()
-    _cli.check_device(args.device)
+    cmdline.check_device(args.device)
     if args.bench == "throughput":
         row = throughput(
             args.arch, args.batch_size, args.steps, args.device, args.compile, args.profile
@@ -220,7 +219,7 @@ def run(args: argparse.Namespace) -> None:
         text = "\n".join(lines)
     print(text)
     if args.json:
-        _cli.write_text_atomic(args.json, json.dumps(rows, indent=1))
+        _files.write_text_atomic(args.json, json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

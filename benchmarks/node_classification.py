@@ -44,10 +44,11 @@ from pathlib import Path
 
 from _results import machine, save_table  # benchmarks/_results.py
 
+from cl2gnn.apps.node import BASELINES, _summary
+from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import default_config, load_node_dataset, train_node_model
 from cl2gnn.node.evaluate import num_splits
-from cl2gnn.node.names import HETEROPHILOUS, METHODS
-from cl2gnn.node.run import BASELINES, _summary
+from cl2gnn.node.names import METHODS
 
 # published self-supervised numbers under each graph's protocol (their papers', not re-run
 # here; GRACE protocol on Cora, the geom-gcn splits elsewhere; minesweeper: ROC-AUC)
@@ -107,7 +108,7 @@ def run_part(dataset: str, method: str, out: Path, baselines: bool, first: int, 
     protocol, in a fresh process."""
     target = result_path(out, dataset, method, first)
     code = (
-        "import json; from cl2gnn.node import run_node; "
+        "import json; from cl2gnn.apps.node import run_node; "
         f"r = run_node({dataset!r}, {method!r}, seeds={n}, first_seed={first}, "
         f"progress=False, baselines={baselines!r}); "
         f"json.dump(r[0], open({str(target)!r}, 'w'))"

@@ -23,7 +23,7 @@ import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
 from node_sweep import parse_entry
 
-from cl2gnn import _cli
+from cl2gnn.apps import cmdline
 
 
 def snapshot_scores(data, method: str, config, seeds: int, every: int) -> dict:
@@ -65,8 +65,8 @@ def report(entry: dict, seeds: int, curves: dict) -> None:
 
 
 def main() -> None:
-    _cli.quiet_pyg_warning()
-    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cmdline.quiet_pyg_warning()
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "configs",
         nargs="?",
@@ -76,19 +76,19 @@ def main() -> None:
     parser.add_argument(
         "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
     )
-    parser.add_argument("--seeds", type=_cli.positive_int, default=3)
-    parser.add_argument("--every", type=_cli.positive_int, default=25, help="epochs")
-    parser.add_argument("--out", type=_cli.output_file, default="runs/node_epochs.jsonl")
+    parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
+    parser.add_argument("--every", type=cmdline.positive_int, default=25, help="epochs")
+    parser.add_argument("--out", type=cmdline.output_file, default="runs/node_epochs.jsonl")
     parser.add_argument(
         "--report",
-        type=_cli.existing_path,
+        type=cmdline.existing_path,
         metavar="JSONL",
         help="print the tables of a saved --out file and stop",
     )
     args = parser.parse_args()
     if (args.configs is None) == (args.report is None):
         parser.error("give either a configs file or --report JSONL")
-    with _cli.user_errors(parser.prog):
+    with cmdline.user_errors(parser.prog):
         if args.report:
             for record in _node_args.read_jsonl(args.report, ("method", "seeds", "curves")):
                 entry = {k: v for k, v in record.items() if k not in ("seeds", "curves")}

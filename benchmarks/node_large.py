@@ -2,7 +2,7 @@
 at ogbn-arxiv's size, mini-batch at ogbn-products' size in one and two processes, and a
 contrastive step against a supervised GraphSAGE step on the same sampled batches.
 
-The graphs come from :func:`cl2gnn.graphs.contextual_sbm` (presets ``arxiv``: 169,343
+The graphs come from :func:`cl2gnn.datasets.contextual_sbm` (presets ``arxiv``: 169,343
 nodes, 1,166,243 undirected edges, 128-d, 40 classes; ``products``: 2,449,029 nodes,
 61,859,140 edges, 100-d, 47 classes), generated in each measuring process (so that its
 peak memory is its own; about the graph's own size). Each measurement runs in a fresh
@@ -38,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from cl2gnn import _cli
+from cl2gnn.apps import cmdline
 
 PRESETS = ("arxiv", "products")
 
@@ -50,8 +50,8 @@ def rss_mb() -> float:
 
 
 def generate(preset: str):
-    from cl2gnn.graphs.contextual_sbm import PRESETS as SIZES
-    from cl2gnn.graphs.contextual_sbm import contextual_sbm
+    from cl2gnn.datasets.contextual_sbm import PRESETS as SIZES
+    from cl2gnn.datasets.contextual_sbm import contextual_sbm
 
     return contextual_sbm(**SIZES[preset], seed=0)
 
@@ -84,10 +84,10 @@ def config_from(args):
 def run(args) -> dict:
     import torch
 
+    from cl2gnn.apps.node import peak_rss_mb
     from cl2gnn.distributed import init_from_env, rank_and_world, shutdown
     from cl2gnn.node import probe_scores, train_node_model
     from cl2gnn.node.minibatch import MinibatchTrainer
-    from cl2gnn.node.run import peak_rss_mb
 
     bare = rss_mb()
     init_from_env("cpu")
@@ -220,7 +220,7 @@ def cora(args) -> None:
     """GRACE on Cora, full-batch against mini-batch, same configuration otherwise."""
     from _results import save_table  # benchmarks/_results.py
 
-    from cl2gnn.node import run_node
+    from cl2gnn.apps.node import run_node
 
     fan_out = tuple(args.num_neighbors)
     runs = {
@@ -355,32 +355,32 @@ def table(out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    parser = _cli.ArgumentParser(prog="node_large.py", description=__doc__.split("\n")[0])
+    parser = cmdline.ArgumentParser(prog="node_large.py", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("run", "steps"):
         p = sub.add_parser(name)
         p.add_argument("--preset", choices=PRESETS, required=True)
         p.add_argument("--mode", choices=("full", "minibatch"), default="minibatch")
-        p.add_argument("--epochs", type=_cli.positive_int, default=1)
-        p.add_argument("--batch-size", type=_cli.positive_int, default=1024)
-        p.add_argument("--num-neighbors", type=_cli.int_range(-1), nargs=2, default=[10, 10])
-        p.add_argument("--hidden", type=_cli.positive_int, default=128)
+        p.add_argument("--epochs", type=cmdline.positive_int, default=1)
+        p.add_argument("--batch-size", type=cmdline.positive_int, default=1024)
+        p.add_argument("--num-neighbors", type=cmdline.int_range(-1), nargs=2, default=[10, 10])
+        p.add_argument("--hidden", type=cmdline.positive_int, default=128)
         p.add_argument("--encoder", choices=("gcn", "sage"), default="gcn")
-        p.add_argument("--lr", type=_cli.positive_float, default=1e-3)
-        p.add_argument("--num-keys", type=_cli.positive_int)
-        p.add_argument("--max-steps", type=_cli.positive_int)
+        p.add_argument("--lr", type=cmdline.positive_float, default=1e-3)
+        p.add_argument("--num-keys", type=cmdline.positive_int)
+        p.add_argument("--max-steps", type=cmdline.positive_int)
         p.add_argument("--no-embed", action="store_true", help="with --max-steps: no embeddings")
-        p.add_argument("--steps", type=_cli.positive_int, default=30)
-        p.add_argument("--probe-nodes", type=_cli.positive_int, default=20_000)
-        p.add_argument("--out", type=_cli.output_file, default="runs/node_large.jsonl")
+        p.add_argument("--steps", type=cmdline.positive_int, default=30)
+        p.add_argument("--probe-nodes", type=cmdline.positive_int, default=20_000)
+        p.add_argument("--out", type=cmdline.output_file, default="runs/node_large.jsonl")
     p = sub.add_parser("cora")
-    p.add_argument("--seeds", type=_cli.positive_int, default=10)
-    p.add_argument("--batch-size", type=_cli.positive_int, default=512)
-    p.add_argument("--num-neighbors", type=_cli.int_range(-1), nargs=2, default=[10, 10])
+    p.add_argument("--seeds", type=cmdline.positive_int, default=10)
+    p.add_argument("--batch-size", type=cmdline.positive_int, default=512)
+    p.add_argument("--num-neighbors", type=cmdline.int_range(-1), nargs=2, default=[10, 10])
     p = sub.add_parser("table")
-    p.add_argument("--out", type=_cli.existing_path, default="runs/node_large.jsonl")
+    p.add_argument("--out", type=cmdline.existing_path, default="runs/node_large.jsonl")
     args = parser.parse_args(argv)
-    with _cli.user_errors(parser.prog):
+    with cmdline.user_errors(parser.prog):
         if args.command == "cora":
             cora(args)
             return 0

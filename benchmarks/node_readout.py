@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
 
-from cl2gnn import _cli
+from cl2gnn.apps import cmdline
 from cl2gnn.node.names import METHODS
 
 if TYPE_CHECKING:
@@ -58,20 +58,20 @@ def mean_std(values: list[float]) -> str:
 
 
 def main() -> None:
-    _cli.quiet_pyg_warning()
-    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cmdline.quiet_pyg_warning()
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
     )
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=["grace", "neighbors"])
-    parser.add_argument("--hidden", type=_cli.positive_int, default=256)
-    parser.add_argument("--epochs", type=_cli.positive_int, help="default: the dataset's")
-    parser.add_argument("--seeds", type=_cli.positive_int, default=3)
+    parser.add_argument("--hidden", type=cmdline.positive_int, default=256)
+    parser.add_argument("--epochs", type=cmdline.positive_int, help="default: the dataset's")
+    parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
     parser.add_argument(
-        "--hops", type=_cli.positive_int, nargs="*", default=[1, 2, 4, 8], help="powers of Â"
+        "--hops", type=cmdline.positive_int, nargs="*", default=[1, 2, 4, 8], help="powers of Â"
     )
     args = parser.parse_args()
-    with _cli.user_errors(parser.prog):
+    with cmdline.user_errors(parser.prog):
         run(args)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import _node_args  # benchmarks/ is the script's folder, on sys.path
 
-from cl2gnn import _cli
+from cl2gnn.apps import cmdline
 
 PROTOCOLS = ("public", "grace")
 
@@ -31,7 +31,7 @@ def parse_entry(entry: dict) -> tuple[str, dict]:
 
 
 def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
-    from cl2gnn.node import run_node
+    from cl2gnn.apps.node import run_node
 
     method, overrides = parse_entry(entry)
     start = time.perf_counter()
@@ -52,8 +52,8 @@ def check_public_split(name: str) -> None:
 
 
 def main() -> None:
-    _cli.quiet_pyg_warning()
-    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cmdline.quiet_pyg_warning()
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "configs",
         type=_node_args.config_list,
@@ -62,11 +62,11 @@ def main() -> None:
     parser.add_argument(
         "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
     )
-    parser.add_argument("--seeds", type=_cli.positive_int, default=3)
-    parser.add_argument("--out", type=_cli.output_file, default="runs/node_sweep.jsonl")
+    parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
+    parser.add_argument("--out", type=cmdline.output_file, default="runs/node_sweep.jsonl")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")  # the probes' convergence notices, run after run
-    with _cli.user_errors(parser.prog):
+    with cmdline.user_errors(parser.prog):
         check_public_split(args.dataset)
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         for entry in args.configs:

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING
 import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
 
-from cl2gnn import _cli
+from cl2gnn import _files
+from cl2gnn.apps import cmdline
 from cl2gnn.node.names import METHODS
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def plot_file(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"must end in one of {', '.join(PLOT_SUFFIXES)} (the image format), got {text!r}"
         )
-    return _cli.output_file(text)
+    return cmdline.output_file(text)
 
 
 def breast_cancer_knn() -> Data:
@@ -62,7 +63,7 @@ def breast_cancer_knn() -> Data:
     from sklearn.datasets import load_breast_cancer
     from sklearn.preprocessing import StandardScaler
 
-    from cl2gnn.node.datasets import feature_knn_dataset
+    from cl2gnn.datasets.nodes import feature_knn_dataset
 
     table = load_breast_cancer()
     x = torch.tensor(StandardScaler().fit_transform(table.data), dtype=torch.float32)
@@ -76,7 +77,7 @@ def planted_partition(homophily: float, classes: int = 5, per_class: int = 400) 
     import torch
     from torch_geometric.data import Data
 
-    from cl2gnn.graphs import sbm_graph
+    from cl2gnn.datasets import sbm_graph
 
     n = classes * per_class
     p = 6.0 * homophily / (per_class - 1)
@@ -164,31 +165,31 @@ def report(rows: list[dict], plot: str) -> None:
     ax.set_title("Cora's defaults on contextual SBMs")
     ax.legend()
     fig.tight_layout()
-    with _cli.atomic_path(plot) as partial:  # the same suffix: savefig's format
+    with _files.atomic_path(plot) as partial:  # the same suffix: savefig's format
         fig.savefig(partial, dpi=120)
     plt.close(fig)
     print(f"\nplot: {plot}")
 
 
 def main() -> None:
-    _cli.quiet_pyg_warning()
-    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cmdline.quiet_pyg_warning()
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=["grace", "neighbors"])
-    parser.add_argument("--seeds", type=_cli.positive_int, default=5)
+    parser.add_argument("--seeds", type=cmdline.positive_int, default=5)
     parser.add_argument(
         "--homophily",
-        type=_cli.probability,
+        type=cmdline.probability,
         nargs="+",
         default=[0.9, 0.7, 0.5, 0.3],
         help="the contextual SBMs' share of edges inside a class",
     )
-    parser.add_argument("--out", type=_cli.output_file, default="runs/node_transfer.jsonl")
+    parser.add_argument("--out", type=cmdline.output_file, default="runs/node_transfer.jsonl")
     parser.add_argument("--plot", type=plot_file, default="runs/node_transfer.png")
     parser.add_argument(
-        "--report", type=_cli.existing_path, metavar="JSONL", help="only rebuild table and plot"
+        "--report", type=cmdline.existing_path, metavar="JSONL", help="only rebuild table and plot"
     )
     args = parser.parse_args()
-    with _cli.user_errors(parser.prog):
+    with cmdline.user_errors(parser.prog):
         if args.report:
             report(_node_args.read_jsonl(args.report, RECORD_KEYS), args.plot)
             return
@@ -196,7 +197,7 @@ def main() -> None:
 
 
 def run(args) -> None:
-    from cl2gnn.node import load_node_dataset
+    from cl2gnn.datasets import load_node_dataset
 
     warnings.filterwarnings("ignore")  # the probes' convergence notices, run after run
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from cl2gnn import _cli
+from cl2gnn import _files
+from cl2gnn.apps import cmdline
 
 if TYPE_CHECKING:
     import torch
@@ -99,8 +100,8 @@ def grace_chunked_loss(z1: torch.Tensor, z2: torch.Tensor, tau: float, chunk: in
 
 
 def infonce_worker(impl: str, n: int, repeats: int) -> dict:
+    from cl2gnn.apps.node import peak_rss_mb
     from cl2gnn.losses import info_nce
-    from cl2gnn.node.run import peak_rss_mb
 
     z1, z2 = two_views(n, DIM)
     if impl in ("dense", "tiled"):
@@ -298,9 +299,9 @@ def run_fullgraph(nodes: int, dim: int, device: str) -> dict:
     import torch
     from torch_geometric.utils import to_undirected
 
+    from cl2gnn.apps.node import peak_rss_mb
     from cl2gnn.losses import info_nce
     from cl2gnn.node.models import GraphEncoder, ProjectionHead
-    from cl2gnn.node.run import peak_rss_mb
     from cl2gnn.node.train import augment
 
     device = torch.device(device)
@@ -506,10 +507,10 @@ def main() -> None:
         impl, n, repeats = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
         print(json.dumps(infonce_worker(impl, n, repeats)))
         return
-    _cli.quiet_pyg_warning()
-    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
+    cmdline.quiet_pyg_warning()
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="bench", required=True)
-    views = _cli.int_range(2)  # two views of N / 2 samples
+    views = cmdline.int_range(2)  # two views of N / 2 samples
     p = sub.add_parser("infonce")
     p.add_argument(
         "--sizes",
@@ -517,66 +518,68 @@ def main() -> None:
         nargs="+",
         default=[2048, 4096, 8192, 16384, 32768, 65536],
     )
-    p.add_argument("--repeats", type=_cli.non_negative_int, default=2, help="after a warm-up")
-    p.add_argument("--budget-gb", type=_cli.positive_float, default=16.0)
+    p.add_argument("--repeats", type=cmdline.non_negative_int, default=2, help="after a warm-up")
+    p.add_argument("--budget-gb", type=cmdline.positive_float, default=16.0)
     p = sub.add_parser("knn")
-    p.add_argument("--sizes", type=_cli.positive_int, nargs="+", default=[10000, 50000])
-    p.add_argument("--dim", type=_cli.positive_int, default=64)
-    p.add_argument("--k", type=_cli.positive_int, default=10)
-    p.add_argument("--device", type=_cli.device, default="cpu")
+    p.add_argument("--sizes", type=cmdline.positive_int, nargs="+", default=[10000, 50000])
+    p.add_argument("--dim", type=cmdline.positive_int, default=64)
+    p.add_argument("--k", type=cmdline.positive_int, default=10)
+    p.add_argument("--device", type=cmdline.device, default="cpu")
     p.add_argument(
         "--queries",
-        type=_cli.positive_int,
+        type=cmdline.positive_int,
         default=2000,
         help="rows checked against float64 brute force",
     )
     p.add_argument(
         "--peers-max",
-        type=_cli.positive_int,
+        type=cmdline.positive_int,
         default=200_000,
         help="the CPU builds (torch, faiss, scikit-learn, PyG) only up to this N",
     )
     p = sub.add_parser("gemm")
-    p.add_argument("--n", type=_cli.positive_int, default=5416)
-    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
-    p.add_argument("--tile", type=_cli.positive_int, default=1024)
+    p.add_argument("--n", type=cmdline.positive_int, default=5416)
+    p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
+    p.add_argument("--tile", type=cmdline.positive_int, default=1024)
     p = sub.add_parser("saved")
-    p.add_argument("--n", type=_cli.positive_int, default=5416)
-    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
-    p.add_argument("--tau", type=_cli.positive_float, default=0.4)
-    p.add_argument("--rounds", type=_cli.positive_int, default=3)
+    p.add_argument("--n", type=cmdline.positive_int, default=5416)
+    p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
+    p.add_argument("--tau", type=cmdline.positive_float, default=0.4)
+    p.add_argument("--rounds", type=cmdline.positive_int, default=3)
     p = sub.add_parser("keys")
     p.add_argument("--n", type=views, default=5416)
-    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
-    p.add_argument("--tau", type=_cli.positive_float, default=0.4)
-    p.add_argument("--keys", type=_cli.positive_int, nargs="+", default=[64, 256, 1024])
-    p.add_argument("--rounds", type=_cli.positive_int, default=3)
+    p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
+    p.add_argument("--tau", type=cmdline.positive_float, default=0.4)
+    p.add_argument("--keys", type=cmdline.positive_int, nargs="+", default=[64, 256, 1024])
+    p.add_argument("--rounds", type=cmdline.positive_int, default=3)
     p = sub.add_parser("spectral")
     p.add_argument("--n", type=views, default=5416)
-    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
-    p.add_argument("--rounds", type=_cli.positive_int, default=3)
+    p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
+    p.add_argument("--rounds", type=cmdline.positive_int, default=3)
     p = sub.add_parser("scale")
-    p.add_argument("--sizes", type=_cli.positive_int, nargs="+", default=[65536, 262144, 1048576])
-    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
+    p.add_argument(
+        "--sizes", type=cmdline.positive_int, nargs="+", default=[65536, 262144, 1048576]
+    )
+    p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
     p.add_argument("--dtype", default="bfloat16", choices=["float32", "bfloat16", "float16"])
     p.add_argument("--impls", nargs="+", choices=IMPLS, default=list(IMPLS))
-    p.add_argument("--tile", type=_cli.positive_int, default=8192)
-    p.add_argument("--device", type=_cli.device, default="cuda")
+    p.add_argument("--tile", type=cmdline.positive_int, default=8192)
+    p.add_argument("--device", type=cmdline.device, default="cuda")
     p = sub.add_parser("fullgraph")
-    p.add_argument("--nodes", type=_cli.positive_int, default=65536)
-    p.add_argument("--dim", type=_cli.positive_int, default=DIM)
-    p.add_argument("--device", type=_cli.device, default="cpu")
+    p.add_argument("--nodes", type=cmdline.positive_int, default=65536)
+    p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
+    p.add_argument("--device", type=cmdline.device, default="cpu")
     for p in sub.choices.values():
-        p.add_argument("--json", type=_cli.output_file)
+        p.add_argument("--json", type=cmdline.output_file)
         p.add_argument(
             "--save",
             metavar="NAME",
-            type=_cli.file_stem,
+            type=cmdline.file_stem,
             help="also write the table to benchmarks/results/NAME.json (the results page)",
         )
     args = parser.parse_args()
     check(sub.choices[args.bench], args)
-    with _cli.user_errors(sub.choices[args.bench].prog):
+    with cmdline.user_errors(sub.choices[args.bench].prog):
         run(args)
 
 
@@ -603,7 +606,7 @@ def run(args: argparse.Namespace) -> None:
     import torch
 
     if args.bench in ("scale", "knn", "fullgraph"):  # before any work
-        _cli.check_device(args.device)
+        cmdline.check_device(args.device)
     torch.set_grad_enabled(True)
     if args.bench == "infonce":
         rows = run_infonce(args.sizes, args.repeats, args.budget_gb)
@@ -643,7 +646,7 @@ def run(args: argparse.Namespace) -> None:
         columns, cells = list(rows), [[str(v) for v in rows.values()]]
     print(markdown_table(columns, cells))
     if args.json:
-        _cli.write_text_atomic(args.json, json.dumps(rows, indent=1))
+        _files.write_text_atomic(args.json, json.dumps(rows, indent=1))
     if args.save:
         from _results import save_table  # benchmarks/ is the script's folder, on sys.path
 

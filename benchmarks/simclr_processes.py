@@ -1,4 +1,4 @@
-"""``examples/simclr.py`` in one process and under ``torchrun`` with several, the same
+"""``cl2gnn simclr`` in one process and under ``torchrun`` with several, the same
 global batch and seeds: the last epoch's kNN accuracy and the seconds per epoch of each.
 
     python benchmarks/simclr_processes.py --procs 2 --seeds 0 1 2
@@ -20,15 +20,13 @@ from pathlib import Path
 
 from _results import save_table  # benchmarks/ is the script's folder, on sys.path
 
-from cl2gnn import _cli
-
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "simclr.py"
+from cl2gnn.apps import cmdline
 
 
 def run_example(procs: int, seed: int, extra: list[str], folder: Path) -> dict:
     out = folder / f"p{procs}-s{seed}.json"
     # the CPU (gloo) unless extra says otherwise: NCCL needs a GPU for every process
-    example = [str(EXAMPLE), "--seed", str(seed), "--json", str(out), "--no-progress"]
+    example = ["-m", "cl2gnn", "simclr", "--seed", str(seed), "--json", str(out), "--no-progress"]
     example += ["--device", "cpu", *extra]
     if procs == 1:
         command = [sys.executable, *example]
@@ -40,14 +38,14 @@ def run_example(procs: int, seed: int, extra: list[str], folder: Path) -> dict:
 
 
 def main() -> None:
-    parser = _cli.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--procs", type=_cli.int_range(2, 64), default=2)
-    parser.add_argument("--seeds", type=_cli.seed, nargs="+", default=[0, 1, 2])
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--procs", type=cmdline.int_range(2, 64), default=2)
+    parser.add_argument("--seeds", type=cmdline.seed, nargs="+", default=[0, 1, 2])
     parser.add_argument("--name", default="simclr_processes", help="results file name")
-    parser.add_argument("extra", nargs="*", help="arguments for examples/simclr.py (after --)")
+    parser.add_argument("extra", nargs="*", help="arguments for cl2gnn simclr (after --)")
     args = parser.parse_args()
     rows, accuracy = [], {}
-    with _cli.user_errors(parser.prog), tempfile.TemporaryDirectory() as folder:
+    with cmdline.user_errors(parser.prog), tempfile.TemporaryDirectory() as folder:
         for procs in (1, args.procs):
             runs = [run_example(procs, seed, args.extra, Path(folder)) for seed in args.seeds]
             accuracy[procs] = [r["knn_accuracy"] for r in runs]
@@ -72,7 +70,7 @@ def main() -> None:
         ["processes", "seeds", "kNN accuracy (last epoch)", "s/epoch", "epochs"],
         rows,
         notes=(
-            f"examples/simclr.py defaults (ConvNet, global batch 256), seeds {args.seeds}; "
+            f"cl2gnn simclr's defaults (ConvNet, global batch 256), seeds {args.seeds}; "
             f"difference of the mean kNN accuracies: {difference:+.4f}. The processes share "
             "the machine's cores."
         ),

@@ -1,36 +1,42 @@
 """cl2gnn: contrastive learning as message passing on PyTorch Geometric.
 
+The library: :mod:`cl2gnn.nn` (the operators), :mod:`cl2gnn.losses` (objectives composed from
+them), :mod:`cl2gnn.distributed` (their negatives across processes), :mod:`cl2gnn.graphs`
+(augmentation-graph builders, neighbour sampling), :mod:`cl2gnn.datasets` (real and
+generated graphs), :mod:`cl2gnn.node` (node-level methods and trainers) and
+:mod:`cl2gnn.vision` (image self-supervised learning). The applications built on it (the
+``cl2gnn`` command, the experiment harnesses, the dynamics studies) live in
+:mod:`cl2gnn.apps`, which the library never imports.
+
 The subpackages load on first use (PEP 562): ``import cl2gnn`` costs nothing, so that the
 ``cl2gnn`` command answers ``--help`` and argument errors without importing torch.
-``cl2gnn.nn``, ``from cl2gnn import losses`` and ``cl2gnn.set_validation`` work as usual.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-_SUBPACKAGES = ("graphs", "losses", "nn")
-
-__all__ = ["__version__", "graphs", "losses", "nn", "set_validation"]
-
 if TYPE_CHECKING:
-    from . import graphs, losses, nn
+    from . import datasets, distributed, graphs, losses, nn, node, vision
     from ._validation import set_validation
 
-
-def __getattr__(name: str):
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f".{name}", __name__)  # binds itself as an attribute
-    if name == "set_validation":
-        from ._validation import set_validation
-
-        globals()[name] = set_validation  # later look-ups skip this function
-        return set_validation
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+_EXPORTS: dict[str, str | None] = dict.fromkeys(
+    ("datasets", "distributed", "graphs", "losses", "nn", "node", "vision")
+)
+_EXPORTS["set_validation"] = "._validation"
+__all__ = [
+    "__version__",
+    "datasets",
+    "distributed",
+    "graphs",
+    "losses",
+    "nn",
+    "node",
+    "set_validation",
+    "vision",
+]
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -37,7 +37,7 @@ def _cache(tmp_path_factory, monkeypatch):
 @pytest.fixture(scope="module")
 def digits():
     """The embedded node dataset: scikit-learn's digits as a cosine kNN graph."""
-    from cl2gnn.node import load_node_dataset
+    from cl2gnn.datasets import load_node_dataset
 
     return load_node_dataset("digits-knn")
 

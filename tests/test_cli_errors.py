@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from cl2gnn import _cli
-from cl2gnn.cli import main
-from cl2gnn.dynamics import STUDIES, run_study
+from cl2gnn import _files
+from cl2gnn.apps import cmdline
+from cl2gnn.apps.cli import main
+from cl2gnn.apps.dynamics import STUDIES, run_study
 
 HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib", "sklearn")
 
@@ -84,7 +85,7 @@ def test_help_and_argument_errors_import_no_heavy_module(tmp_path):
     """What keeps them fast: torch alone takes seconds to import."""
     code = (
         "import sys\n"
-        "from cl2gnn.cli import main\n"
+        "from cl2gnn.apps.cli import main\n"
         "for argv in (['--help'], ['simulate', '--help'], ['node', '--help'],"
         " ['simulate', 'nope'], ['verify', '--nodes', '0'], ['node', '--method', 'x']):\n"
         "    try:\n"
@@ -122,22 +123,22 @@ def test_library_value_error_meets_the_command_boundary(tmp_path, capsys, monkey
     def bad_data(*args):
         raise ValueError("features.npy: NaN in row 3")
 
-    monkeypatch.setattr("cl2gnn.verify.run_checks", bad_data)
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.setattr("cl2gnn.apps.verify.run_checks", bad_data)
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     argv = ["verify", "--json", str(tmp_path / "v.json")]
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == "cl2gnn verify: error: features.npy: NaN in row 3\n"
     assert list(tmp_path.iterdir()) == []
-    monkeypatch.setenv(_cli.DEBUG_VARIABLE, "1")
+    monkeypatch.setenv(cmdline.DEBUG_VARIABLE, "1")
     with pytest.raises(ValueError, match="NaN in row 3"):
         main(argv)
 
 
 def test_boundary_names_the_file_of_an_os_error(capsys, monkeypatch):
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
-    with pytest.raises(SystemExit) as exit_info, _cli.user_errors("prog"):
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
+    with pytest.raises(SystemExit) as exit_info, cmdline.user_errors("prog"):
         Path("/nonexistent/data.npz").read_bytes()
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == (
@@ -146,30 +147,30 @@ def test_boundary_names_the_file_of_an_os_error(capsys, monkeypatch):
 
 
 def test_boundary_joins_a_multi_line_message_and_debug_reraises(capsys, monkeypatch):
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
-    with pytest.raises(SystemExit), _cli.user_errors("prog"):
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
+    with pytest.raises(SystemExit), cmdline.user_errors("prog"):
         raise ValueError("labels out of range\nin y.npy")
     assert capsys.readouterr().err == "prog: error: labels out of range in y.npy\n"
-    monkeypatch.setenv(_cli.DEBUG_VARIABLE, "1")
-    with pytest.raises(ValueError, match="labels"), _cli.user_errors("prog"):
+    monkeypatch.setenv(cmdline.DEBUG_VARIABLE, "1")
+    with pytest.raises(ValueError, match="labels"), cmdline.user_errors("prog"):
         raise ValueError("labels out of range")
 
 
 def test_atomic_path_replaces_only_on_success(tmp_path):
     target = tmp_path / "result.json"
     target.write_text("old")
-    with pytest.raises(RuntimeError), _cli.atomic_path(target) as partial:
+    with pytest.raises(RuntimeError), _files.atomic_path(target) as partial:
         partial.write_text("half")
         raise RuntimeError("interrupted")
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
     assert target.read_text() == "old"
-    _cli.write_text_atomic(target, "new")
+    _files.write_text_atomic(target, "new")
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
     assert target.read_text() == "new"
 
 
 def test_atomic_path_keeps_the_suffix_for_writers_that_read_it(tmp_path):
-    with _cli.atomic_path(tmp_path / "figure.png") as partial:
+    with _files.atomic_path(tmp_path / "figure.png") as partial:
         assert partial.suffix == ".png" and partial.parent == tmp_path
         partial.write_bytes(b"png")
     assert [p.name for p in tmp_path.iterdir()] == ["figure.png"]
@@ -189,15 +190,15 @@ def test_failed_study_leaves_no_figure_or_json(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("parse", "text", "message"),
     [
-        (_cli.positive_int, "0", "must be an integer >= 1, got 0"),
-        (_cli.non_negative_int, "-1", "must be an integer >= 0, got -1"),
-        (_cli.int_range(2, 5), "6", "must be an integer in [2, 5], got 6"),
-        (_cli.positive_float, "inf", "must be a finite number > 0, got inf"),
-        (_cli.non_negative_float, "-0.1", "must be a number >= 0, got -0.1"),
-        (_cli.probability, "1.5", "must be a number in [0, 1], got 1.5"),
-        (_cli.probability, "half", "must be a number in [0, 1], got 'half'"),
-        (_cli.existing_path, "/nonexistent", "no such file or folder: '/nonexistent'"),
-        (_cli.device, "cuda:x", "must be a device such as cpu, cuda or cuda:1, got 'cuda:x'"),
+        (cmdline.positive_int, "0", "must be an integer >= 1, got 0"),
+        (cmdline.non_negative_int, "-1", "must be an integer >= 0, got -1"),
+        (cmdline.int_range(2, 5), "6", "must be an integer in [2, 5], got 6"),
+        (cmdline.positive_float, "inf", "must be a finite number > 0, got inf"),
+        (cmdline.non_negative_float, "-0.1", "must be a number >= 0, got -0.1"),
+        (cmdline.probability, "1.5", "must be a number in [0, 1], got 1.5"),
+        (cmdline.probability, "half", "must be a number in [0, 1], got 'half'"),
+        (cmdline.existing_path, "/nonexistent", "no such file or folder: '/nonexistent'"),
+        (cmdline.device, "cuda:x", "must be a device such as cpu, cuda or cuda:1, got 'cuda:x'"),
     ],
 )
 def test_argument_types_refuse_with_the_rule(parse, text, message):
@@ -208,12 +209,12 @@ def test_argument_types_refuse_with_the_rule(parse, text, message):
 
 
 def test_argument_types_accept_their_bounds(tmp_path):
-    assert _cli.positive_int("1") == 1 and _cli.non_negative_int("0") == 0
-    assert _cli.probability("0") == 0.0 and _cli.probability("1") == 1.0
-    assert _cli.non_negative_float("0") == 0.0 and _cli.positive_float("1e-12") == 1e-12
-    assert _cli.existing_path(str(tmp_path)) == str(tmp_path)
-    assert _cli.output_file(str(tmp_path / "new" / "r.json")) == str(tmp_path / "new" / "r.json")
-    assert _cli.device("cuda:1") == "cuda:1"
+    assert cmdline.positive_int("1") == 1 and cmdline.non_negative_int("0") == 0
+    assert cmdline.probability("0") == 0.0 and cmdline.probability("1") == 1.0
+    assert cmdline.non_negative_float("0") == 0.0 and cmdline.positive_float("1e-12") == 1e-12
+    assert cmdline.existing_path(str(tmp_path)) == str(tmp_path)
+    assert cmdline.output_file(str(tmp_path / "new" / "r.json")) == str(tmp_path / "new" / "r.json")
+    assert cmdline.device("cuda:1") == "cuda:1"
 
 
 def test_truncated_dataset_file_is_named_in_one_line(tmp_path):

@@ -1,7 +1,8 @@
-"""The examples and benchmarks fail like tools on bad input: ``prog: error: ...`` on one
+"""The image commands and the benchmarks fail like tools on bad input: ``prog: error: ...`` on one
 stderr line naming the option, exit status 2, no traceback, nothing written — argument
 errors before torch is imported — and a run writes its outputs only whole."""
 
+import importlib
 import json
 import os
 import runpy
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cl2gnn import _cli
+from cl2gnn.apps import cmdline
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib", "sklearn")
@@ -23,51 +24,51 @@ TINY = ["--subset", "64", "--batch-size", "32", "--epochs", "1", "--no-progress"
 # the user's file.txt, CONFIGS for a shipped configuration list
 CONFIGS = str(ROOT / "benchmarks" / "configs" / "cora_public.json")
 ARGUMENT_ERRORS = [
-    ("examples/simclr.py", ["--epochs", "0"], "--epochs"),
-    ("examples/simclr.py", ["--epochs", "-1"], "--epochs"),
-    ("examples/simclr.py", ["--batch-size", "0"], "--batch-size"),
-    ("examples/simclr.py", ["--batch-size", "1"], "--batch-size"),  # no negatives: loss 0
-    ("examples/simclr.py", ["--subset", "0"], "--subset"),
-    ("examples/simclr.py", ["--subset", "1"], "--subset"),
-    ("examples/simclr.py", ["--lr", "0"], "--lr"),
-    ("examples/simclr.py", ["--lr", "nan"], "--lr"),
-    ("examples/simclr.py", ["--weight-decay", "-1"], "--weight-decay"),
-    ("examples/simclr.py", ["--temperature", "0"], "--temperature"),
-    ("examples/simclr.py", ["--attention", "-1"], "--attention"),
-    ("examples/simclr.py", ["--nn-positives", "-1"], "--nn-positives"),
-    ("examples/simclr.py", ["--batch-size", "8", "--nn-positives", "16"], "--nn-positives"),
-    ("examples/simclr.py", ["--subset", "4", "--nn-positives", "8"], "--nn-positives"),
-    ("examples/simclr.py", ["--attention", "0", "--kernel", "sum"], "--attention, --kernel"),
-    ("examples/simclr.py", ["--kernel", "cauchy"], "--kernel"),
-    ("examples/simclr.py", ["--distributed", "all"], "--distributed"),
-    ("examples/simclr.py", ["--dataset", "nope"], "--dataset"),
-    ("examples/simclr.py", ["--dataset", "folder"], "--data-root"),
-    ("examples/simclr.py", ["--data-root", "OUT/missing"], "--data-root"),
-    ("examples/simclr.py", ["--arch", "vit"], "--arch"),
-    ("examples/simclr.py", ["--optimizer", "adam"], "--optimizer"),
-    ("examples/simclr.py", ["--seed", "-1"], "--seed"),
-    ("examples/simclr.py", ["--device", "gpu 0"], "--device"),
-    ("examples/simclr.py", ["--out", "OUT/file.txt"], "--out"),
-    ("examples/simclr.py", ["--json", "OUT"], "--json"),
-    ("examples/simclr.py", ["--resume"], "--resume"),
-    ("examples/simclr.py", ["--resume", "--out", "OUT"], "--resume"),  # no checkpoint there
+    ("cl2gnn simclr", ["--epochs", "0"], "--epochs"),
+    ("cl2gnn simclr", ["--epochs", "-1"], "--epochs"),
+    ("cl2gnn simclr", ["--batch-size", "0"], "--batch-size"),
+    ("cl2gnn simclr", ["--batch-size", "1"], "--batch-size"),  # no negatives: loss 0
+    ("cl2gnn simclr", ["--subset", "0"], "--subset"),
+    ("cl2gnn simclr", ["--subset", "1"], "--subset"),
+    ("cl2gnn simclr", ["--lr", "0"], "--lr"),
+    ("cl2gnn simclr", ["--lr", "nan"], "--lr"),
+    ("cl2gnn simclr", ["--weight-decay", "-1"], "--weight-decay"),
+    ("cl2gnn simclr", ["--temperature", "0"], "--temperature"),
+    ("cl2gnn simclr", ["--attention", "-1"], "--attention"),
+    ("cl2gnn simclr", ["--nn-positives", "-1"], "--nn-positives"),
+    ("cl2gnn simclr", ["--batch-size", "8", "--nn-positives", "16"], "--nn-positives"),
+    ("cl2gnn simclr", ["--subset", "4", "--nn-positives", "8"], "--nn-positives"),
+    ("cl2gnn simclr", ["--attention", "0", "--kernel", "sum"], "--attention, --kernel"),
+    ("cl2gnn simclr", ["--kernel", "cauchy"], "--kernel"),
+    ("cl2gnn simclr", ["--distributed", "all"], "--distributed"),
+    ("cl2gnn simclr", ["--dataset", "nope"], "--dataset"),
+    ("cl2gnn simclr", ["--dataset", "folder"], "--data-root"),
+    ("cl2gnn simclr", ["--data-root", "OUT/missing"], "--data-root"),
+    ("cl2gnn simclr", ["--arch", "vit"], "--arch"),
+    ("cl2gnn simclr", ["--optimizer", "adam"], "--optimizer"),
+    ("cl2gnn simclr", ["--seed", "-1"], "--seed"),
+    ("cl2gnn simclr", ["--device", "gpu 0"], "--device"),
+    ("cl2gnn simclr", ["--out", "OUT/file.txt"], "--out"),
+    ("cl2gnn simclr", ["--json", "OUT"], "--json"),
+    ("cl2gnn simclr", ["--resume"], "--resume"),
+    ("cl2gnn simclr", ["--resume", "--out", "OUT"], "--resume"),  # no checkpoint there
     (
-        "examples/simclr.py",
+        "cl2gnn simclr",
         ["--epochs", "0", "--out", "OUT/run", "--json", "OUT/r.json"],
         "--epochs",
     ),
-    ("examples/simsiam.py", ["--epochs", "0"], "--epochs"),
-    ("examples/simsiam.py", ["--batch-size", "0"], "--batch-size"),
-    ("examples/simsiam.py", ["--multistage", "1"], "--multistage"),  # plain SimSiam
-    ("examples/simsiam.py", ["--multistage", "-1"], "--multistage"),
-    ("examples/simsiam.py", ["--warmup-stages", "2"], "--warmup-stages"),  # no --multistage
-    ("examples/simsiam.py", ["--multistage", "2", "--warmup-stages", "-1"], "--warmup-stages"),
+    ("cl2gnn simsiam", ["--epochs", "0"], "--epochs"),
+    ("cl2gnn simsiam", ["--batch-size", "0"], "--batch-size"),
+    ("cl2gnn simsiam", ["--multistage", "1"], "--multistage"),  # plain SimSiam
+    ("cl2gnn simsiam", ["--multistage", "-1"], "--multistage"),
+    ("cl2gnn simsiam", ["--warmup-stages", "2"], "--warmup-stages"),  # no --multistage
+    ("cl2gnn simsiam", ["--multistage", "2", "--warmup-stages", "-1"], "--warmup-stages"),
     (
-        "examples/simsiam.py",
+        "cl2gnn simsiam",
         ["--multistage", "2", "--epochs", "4", "--warmup-stages", "4"],  # memory never used
         "--warmup-stages",
     ),
-    ("examples/simsiam.py", ["--memory-dtype", "float16"], "--memory-dtype"),
+    ("cl2gnn simsiam", ["--memory-dtype", "float16"], "--memory-dtype"),
     ("benchmarks/image_ssl.py", ["nope"], "'nope'"),
     ("benchmarks/image_ssl.py", ["throughput", "--steps", "0"], "--steps"),
     ("benchmarks/image_ssl.py", ["throughput", "--batch-size", "1"], "--batch-size"),
@@ -165,8 +166,8 @@ CONFIG_ERRORS = [
 ]
 # refused after parsing, by torch (imported for the question): no CUDA, or too few devices
 DEVICE_ERRORS = [
-    ("examples/simclr.py", ["--device", "cuda:99", *TINY]),
-    ("examples/simsiam.py", ["--device", "cuda:99", *TINY]),
+    ("cl2gnn simclr", ["--device", "cuda:99", *TINY]),
+    ("cl2gnn simsiam", ["--device", "cuda:99", *TINY]),
     ("benchmarks/image_ssl.py", ["throughput", "--arch", "convnet", "--device", "cuda:99"]),
     ("benchmarks/image_ssl.py", ["variants", "--extra", "--device", "cuda:99"]),
     (
@@ -178,13 +179,13 @@ DEVICE_ERRORS = [
 ]
 if not torch.cuda.is_available():
     DEVICE_ERRORS += [
-        ("examples/simclr.py", ["--device", "cuda", *TINY]),
+        ("cl2gnn simclr", ["--device", "cuda", *TINY]),
         ("benchmarks/distributed.py", ["--device", "cuda", "--procs", "1", "--views", "2"]),
     ]
 
 
 def case_id(script, args, *_):
-    return " ".join([Path(script).name, *args])
+    return " ".join([Path(script).name if script.endswith(".py") else script, *args])
 
 
 def concrete(args, out):
@@ -194,6 +195,8 @@ def concrete(args, out):
 
 def prog_of(script, args):
     """The ``prog`` argparse names: the script, and the subcommand where it has them."""
+    if not script.endswith(".py"):  # a command of cl2gnn's
+        return script
     name = Path(script).name
     subcommands = name in ("image_ssl.py", "operators.py") and args[0] != "nope"
     return f"{name} {args[0]}" if subcommands else name
@@ -208,7 +211,7 @@ def out(tmp_path, monkeypatch):
     folder = tmp_path / "out"
     folder.mkdir()
     (folder / "file.txt").write_text("the user's")
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # their `from _results import`
     import _results
@@ -218,16 +221,23 @@ def out(tmp_path, monkeypatch):
     def started(*args, **kwargs):
         raise AssertionError("the run started: the arguments were accepted")
 
-    monkeypatch.setattr("cl2gnn.vision.experiment._run", started)
+    monkeypatch.setattr("cl2gnn.apps.pretrain._run", started)
     monkeypatch.setattr("cl2gnn.node.load_node_dataset", started)  # every node script's first
     return folder
 
 
 def run_script(script, args, monkeypatch):
-    """``python script args``, in this process (the script's __main__): its exit status."""
-    monkeypatch.setattr(sys, "argv", [str(ROOT / script), *args])
+    """``python script args`` or ``cl2gnn command args``, in this process (the script's or
+    the package's __main__): its exit status."""
+    if script.endswith(".py"):
+        monkeypatch.setattr(sys, "argv", [str(ROOT / script), *args])
+    else:
+        monkeypatch.setattr(sys, "argv", [*script.split(), *args])
     with pytest.raises(SystemExit) as exit_info:
-        runpy.run_path(str(ROOT / script), run_name="__main__")
+        if script.endswith(".py"):
+            runpy.run_path(str(ROOT / script), run_name="__main__")
+        else:
+            runpy.run_module("cl2gnn", run_name="__main__")
     return exit_info.value.code
 
 
@@ -290,9 +300,9 @@ def test_report_of_a_file_it_did_not_write_names_the_file(
 
 def test_dataset_without_a_public_split_refused_before_training(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    monkeypatch.setattr("cl2gnn.node.run_node", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("cl2gnn.apps.node.run_node", lambda *a, **k: pytest.fail("trained"))
     args = [CONFIGS, "--dataset", "digits-knn", "--out", str(tmp_path / "runs" / "r.jsonl")]
     code = run_script("benchmarks/node_sweep.py", args, monkeypatch)
     assert_one_line_naming(code, capsys.readouterr().err, "node_sweep.py", "no public split")
@@ -314,23 +324,29 @@ def test_argument_errors_import_no_heavy_module(tmp_path):
     first heavy import (naming the case) instead of starting a run."""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "file.txt").write_text("the user's")
+
+    def path(script):
+        return str(ROOT / script) if script.endswith(".py") else script
+
     cases = [
-        (str(ROOT / script), concrete(args, tmp_path / "out"))
-        for script, args, _ in ARGUMENT_ERRORS
+        (path(script), concrete(args, tmp_path / "out")) for script, args, _ in ARGUMENT_ERRORS
     ]
     configs = tmp_path / "configs.json"
     configs.write_text(CONFIG_ERRORS[0][0])
     cases += [(str(ROOT / "benchmarks/node_sweep.py"), [str(configs)])]
-    cases += [(str(ROOT / script), ["--help"]) for script in {c[0] for c in ARGUMENT_ERRORS}]
+    cases += [(path(script), ["--help"]) for script in {c[0] for c in ARGUMENT_ERRORS}]
     code = (
         "import runpy, sys\n"
         f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
         f"sys.modules.update(dict.fromkeys({HEAVY_MODULES!r}))  # import raises ImportError\n"
         "imported = []\n"
         f"for script, args in {cases!r}:\n"
-        "    sys.argv = [script, *args]\n"
+        "    sys.argv = [script, *args] if script.endswith('.py') else [*script.split(), *args]\n"
         "    try:\n"
-        "        runpy.run_path(script, run_name='__main__')\n"
+        "        if script.endswith('.py'):\n"
+        "            runpy.run_path(script, run_name='__main__')\n"
+        "        else:\n"
+        "            runpy.run_module('cl2gnn', run_name='__main__')\n"
         "    except SystemExit:\n"
         "        pass\n"
         "    except ImportError as error:\n"
@@ -346,22 +362,22 @@ def test_argument_errors_import_no_heavy_module(tmp_path):
 @pytest.mark.parametrize("args", [["--epochs", "0"], ["--batch-size", "0"]], ids=" ".join)
 def test_example_command_line_fails_like_a_tool(tmp_path, args):
     """The issue's rows, as a user types them: a separate interpreter, its exit status."""
-    env = {k: v for k, v in os.environ.items() if k != _cli.DEBUG_VARIABLE}
+    env = {k: v for k, v in os.environ.items() if k != cmdline.DEBUG_VARIABLE}
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples/simclr.py"), *args],
+        [sys.executable, "-m", "cl2gnn", "simclr", *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,
         env=env,
         timeout=120,
     )
-    assert_one_line_naming(result.returncode, result.stderr, "simclr.py", args[0])
+    assert_one_line_naming(result.returncode, result.stderr, "cl2gnn simclr", args[0])
     assert result.stdout == "" and list(tmp_path.iterdir()) == []
 
 
 def test_help_prints_no_warning(tmp_path):
     result = subprocess.run(
-        [sys.executable, str(ROOT / "examples/simclr.py"), "--help"],
+        [sys.executable, "-m", "cl2gnn", "simclr", "--help"],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -371,7 +387,7 @@ def test_help_prints_no_warning(tmp_path):
 
 
 def load_example(name):
-    return runpy.run_path(str(ROOT / "examples" / f"{name}.py"))
+    return vars(importlib.import_module(f"cl2gnn.apps.{name}"))
 
 
 def test_run_writes_whole_outputs_only(tmp_path, capsys):
@@ -395,7 +411,7 @@ def test_failed_run_leaves_no_result(tmp_path, capsys, monkeypatch):
         raise ValueError("features: NaN in row 3")
 
     monkeypatch.setattr("cl2gnn.vision.train.Pretrainer.knn_monitor", bad_features)
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     argv = [*TINY, "--out", str(tmp_path / "run"), "--json", str(tmp_path / "r.json")]
     main = load_example("simclr")["main"]
     with pytest.raises(SystemExit) as exit_info:
@@ -403,7 +419,7 @@ def test_failed_run_leaves_no_result(tmp_path, capsys, monkeypatch):
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.endswith("error: features: NaN in row 3\n")
     assert list(tmp_path.iterdir()) == []
-    monkeypatch.setenv(_cli.DEBUG_VARIABLE, "1")
+    monkeypatch.setenv(cmdline.DEBUG_VARIABLE, "1")
     with pytest.raises(ValueError, match="NaN in row 3"):
         main(argv)
 
@@ -419,7 +435,7 @@ def test_write_cut_short_leaves_no_partial_file(tmp_path, capsys, monkeypatch, o
         raise OSError(28, "No space left on device", str(self))
 
     monkeypatch.setattr(Path, "write_text", disk_full)
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     target = tmp_path / ("r.json" if output == "--json" else "run")
     with pytest.raises(SystemExit) as exit_info:
         load_example("simclr")["main"]([*TINY, output, str(target)])
@@ -432,7 +448,7 @@ def test_write_cut_short_leaves_no_partial_file(tmp_path, capsys, monkeypatch, o
 def test_unreadable_checkpoint_is_one_line_naming_it(tmp_path, capsys, monkeypatch):
     checkpoint = tmp_path / "checkpoint.pt"
     checkpoint.write_bytes(b"half a checkpoint")
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     with pytest.raises(SystemExit) as exit_info:
         load_example("simclr")["main"]([*TINY, "--out", str(tmp_path), "--resume"])
     assert exit_info.value.code == 2
@@ -483,7 +499,7 @@ def test_unreadable_dataset_is_one_line_naming_it(tmp_path, capsys, monkeypatch,
     root.mkdir()
     named = write_image_folder(root, corrupt)
     monkeypatch.setenv("CL2GNN_CACHE", str(tmp_path / "cache"))
-    monkeypatch.delenv(_cli.DEBUG_VARIABLE, raising=False)
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     argv = ["--dataset", "folder", "--data-root", str(root), *TINY, "--json", str(tmp_path / "r")]
     with pytest.raises(SystemExit) as exit_info:
         load_example("simclr")["main"](argv)

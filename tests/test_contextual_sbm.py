@@ -1,7 +1,6 @@
 """The contextual SBM generator: its graph statistics against the parameters asked for,
 chunking, the .npz round trip through the node command's reader, and the command."""
 
-import importlib
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +10,12 @@ from sklearn.linear_model import LogisticRegression
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, degree, homophily, to_undirected
 
-from cl2gnn.graphs import contextual_sbm, write_npz
-from cl2gnn.node.npz_graph import read_npz_graph
+from cl2gnn.apps.cli import main
+from cl2gnn.datasets import PRESETS, contextual_sbm, write_npz
+from cl2gnn.datasets import generators as generator_module
+from cl2gnn.datasets import npz as npz_module
+from cl2gnn.datasets.npz import read_npz_graph
 
-command = importlib.import_module("cl2gnn.graphs.contextual_sbm.__main__")
-generator_module = importlib.import_module("cl2gnn.graphs.contextual_sbm")
 KEYS = ("x", "y", "edge_index", "train_mask", "val_mask", "test_mask")
 
 
@@ -134,14 +134,14 @@ def test_write_npz_refuses_a_directed_graph_and_writes_nothing(tmp_path):
 
 
 def test_write_npz_leaves_no_file_when_it_fails_midway(tmp_path, monkeypatch):
-    write_array = generator_module._write_array
+    write_array = npz_module._write_array
 
     def fail_on_labels(archive, name, array):
         if name == "node_labels":
             raise OSError("disk full")
         write_array(archive, name, array)
 
-    monkeypatch.setattr(generator_module, "_write_array", fail_on_labels)
+    monkeypatch.setattr(npz_module, "_write_array", fail_on_labels)
     with pytest.raises(OSError, match="disk full"):
         write_npz(contextual_sbm(300, 1500, 5, 3, seed=6), tmp_path / "graph.npz")
     assert list(tmp_path.iterdir()) == []
@@ -173,9 +173,9 @@ def test_command_writes_a_preset(tmp_path, monkeypatch, capsys):
         "num_classes": 4,
         "homophily": 0.5,
     }
-    monkeypatch.setitem(generator_module.PRESETS, "tiny", tiny)
+    monkeypatch.setitem(PRESETS, "tiny", tiny)
     out = tmp_path / "tiny.npz"
-    assert command.main(["--preset", "tiny", "--out", str(out), "--seed", "3"]) == 0
+    assert main(["generate", "--preset", "tiny", "--out", str(out), "--seed", "3"]) == 0
     assert "200 nodes, 800 undirected edges" in capsys.readouterr().out
     loaded = read_npz_graph(out)
     expected = contextual_sbm(**tiny, seed=3)
@@ -189,15 +189,15 @@ def test_command_writes_a_preset(tmp_path, monkeypatch, capsys):
 )
 def test_command_errors_are_one_line(argv, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
-        command.main([a.format(tmp=tmp_path) for a in argv])
+        main(["generate", *(a.format(tmp=tmp_path) for a in argv)])
     assert exit_.value.code == 2
     error = capsys.readouterr().err
-    assert error.startswith("cl2gnn.graphs.contextual_sbm: error: ") and error.count("\n") == 1
+    assert error.startswith("cl2gnn generate: error: ") and error.count("\n") == 1
     assert list(Path(tmp_path).iterdir()) == []
 
 
 def test_presets_have_the_ogb_sizes():
-    arxiv, products = generator_module.PRESETS["arxiv"], generator_module.PRESETS["products"]
+    arxiv, products = PRESETS["arxiv"], PRESETS["products"]
     assert (arxiv["num_nodes"], arxiv["num_edges"], arxiv["num_features"]) == (
         169_343,
         1_166_243,

@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-import cl2gnn.dynamics.proposition2 as proposition2
-from cl2gnn.cli import main
-from cl2gnn.dynamics import STUDIES, run_study
+import cl2gnn.apps.dynamics.proposition2 as proposition2
+from cl2gnn.apps.cli import main
+from cl2gnn.apps.dynamics import STUDIES, run_study
 
 from . import reference as ref
 

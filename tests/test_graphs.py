@@ -6,6 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from cl2gnn.datasets import sbm_graph
 from cl2gnn.graphs import (
     algebraic_connectivity,
     class_spectra,
@@ -13,7 +14,6 @@ from cl2gnn.graphs import (
     knn_graph,
     pair_graph,
     radius_graph,
-    sbm_graph,
 )
 from cl2gnn.nn import AlignConv
 

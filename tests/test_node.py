@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from cl2gnn.cli import main
+from cl2gnn.apps.cli import main
+from cl2gnn.datasets.nodes import feature_knn_dataset
 from cl2gnn.node import (
     METHODS,
     SparseFeatures,
@@ -20,7 +21,6 @@ from cl2gnn.node import (
     probe_scores,
     train_node_model,
 )
-from cl2gnn.node.datasets import feature_knn_dataset
 from cl2gnn.node.models import GraphEncoder
 from cl2gnn.node.train import augment
 

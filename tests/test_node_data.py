@@ -11,17 +11,17 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from cl2gnn.cli import main
+from cl2gnn.apps.cli import main
+from cl2gnn.apps.node import run_node
+from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
     NodeConfig,
     default_config,
     load_node_dataset,
     make_split,
     probe_scores,
-    run_node,
 )
 from cl2gnn.node.evaluate import C_GRID, default_protocol, metric_for
-from cl2gnn.node.names import HETEROPHILOUS
 from cl2gnn.node.train import train_node_model
 
 DATA = os.environ.get("CL2GNN_DATA")

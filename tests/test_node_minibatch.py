@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch_geometric.data import Data
 
-from cl2gnn.graphs import TorchNeighborSampler, contextual_sbm
+from cl2gnn.datasets import contextual_sbm
+from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig, train_node_model
 from cl2gnn.node.evaluate import probe_scores
 from cl2gnn.node.minibatch import (
@@ -241,7 +242,7 @@ def test_two_processes_equal_one_process_on_the_same_global_batches(mode, single
     ],
 )
 def test_cli_refuses_bad_minibatch_options(argv, message, capsys, tmp_path):
-    from cl2gnn.cli import main
+    from cl2gnn.apps.cli import main
 
     out = tmp_path / "r.json"
     with pytest.raises(SystemExit) as exit_:
@@ -252,7 +253,7 @@ def test_cli_refuses_bad_minibatch_options(argv, message, capsys, tmp_path):
 
 
 def test_cli_under_torchrun_needs_batch_size(monkeypatch, capsys):
-    from cl2gnn.cli import main
+    from cl2gnn.apps.cli import main
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(SystemExit) as exit_:
@@ -264,7 +265,7 @@ def test_cli_under_torchrun_needs_batch_size(monkeypatch, capsys):
 def test_cli_minibatch_run_writes_its_settings(tmp_path):
     import json
 
-    from cl2gnn.cli import main
+    from cl2gnn.apps.cli import main
 
     out = tmp_path / "r.json"
     argv = ["node", "--epochs", "1", "--seeds", "1", "--batch-size", "512"]

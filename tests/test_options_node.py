@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from cl2gnn.cli import main
+from cl2gnn.apps.cli import main
 from cl2gnn.node import NodeObjective, default_config, train_node_model
 from cl2gnn.node import methods as node_methods
 from cl2gnn.node import train as node_train

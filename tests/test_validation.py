@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from cl2gnn.graphs import knn_graph, pair_graph, radius_graph, sbm_graph
+from cl2gnn.datasets import sbm_graph
+from cl2gnn.graphs import knn_graph, pair_graph, radius_graph
 from cl2gnn.losses import InfoNCELoss, KernelInfoNCELoss
 from cl2gnn.nn import (
     AlignConv,

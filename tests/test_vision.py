@@ -180,10 +180,8 @@ def test_checkpoint_written_on_cuda_resumes_there_with_its_generators(tmp_path):
 
 
 def load_example(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "examples" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The image pre-training command ``cl2gnn {name}``'s module."""
+    return importlib.import_module(f"cl2gnn.apps.{name}")
 
 
 TINY = ["--epochs", "1", "--subset", "200", "--batch-size", "64", "--no-progress"]

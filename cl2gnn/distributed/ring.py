@@ -21,7 +21,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from .._blocks import acc_dtype, online_update, tile_ranges
+from .._tiles import acc_dtype, online_update, tile_ranges
 from .shard import Shard
 
 Kernel = Callable[[Tensor, Tensor], Tensor]  # (queries [a, d], keys [b, d]) -> logits [a, b]

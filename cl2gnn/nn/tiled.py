@@ -24,9 +24,9 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .._blocks import acc_dtype as _acc_dtype
-from .._blocks import online_update as _online_update
-from .._blocks import tile_ranges as _ranges
+from .._tiles import acc_dtype as _acc_dtype
+from .._tiles import online_update as _online_update
+from .._tiles import tile_ranges as _ranges
 
 MAX_LOGIT = 40  # exp(±40) and N·exp(40) are normal float32 numbers
 SAVED_BLOCKS_MAX_BYTES = 256 * 2**20  # exp blocks kept for the backward up to this size

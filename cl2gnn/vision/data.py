@@ -30,8 +30,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .. import _cli
-from .._paths import cache_dir
+from .. import _files
+from .._files import cache_dir
 from .names import DATASETS
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
@@ -139,7 +139,7 @@ def read_image_folder(root: Path, split: str = "train") -> ImageSet:
     if len(shapes) != 1:
         raise ValueError(f"{source}: images must share one size, found {sorted(shapes)[:3]}")
     result = ImageSet(torch.stack(images), torch.tensor(labels), classes)
-    with _cli.atomic_path(cached) as partial:
+    with _files.atomic_path(cached) as partial:
         torch.save(result.__dict__, partial)
     return result
 

@@ -22,7 +22,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
-from .. import _cli
+from .. import _files
 from ..distributed import Shard, gather_rows, rank_and_world
 from ..distributed.batchnorm import convert_batchnorm
 from .augment import MultiViewAugment
@@ -225,7 +225,7 @@ class Pretrainer:
             "history": asdict(self.history),
             "config": asdict(self.config),
         }
-        with _cli.atomic_path(path) as partial:
+        with _files.atomic_path(path) as partial:
             torch.save(state, partial)
 
     def load_checkpoint(self, path: Path) -> None:
@@ -248,4 +248,4 @@ class Pretrainer:
     def write_log(self, path: Path) -> None:
         """The history as JSON, written by rank 0 (a temporary file moved into place)."""
         if self.main:
-            _cli.write_text_atomic(path, json.dumps(asdict(self.history), indent=1))
+            _files.write_text_atomic(path, json.dumps(asdict(self.history), indent=1))

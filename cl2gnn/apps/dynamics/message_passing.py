@@ -8,8 +8,9 @@ from pathlib import Path
 
 import torch
 
-from ..graphs import radius_graph
-from ..nn import AlignConv, ContrastiveConv, UniformAttention
+from cl2gnn.graphs import radius_graph
+from cl2gnn.nn import AlignConv, ContrastiveConv, UniformAttention
+
 from .common import StudyResult, class_distances, new_figure, save_figure, separation
 
 NAME = "message-passing"

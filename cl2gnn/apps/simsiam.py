@@ -1,9 +1,9 @@
 """SimSiam, optionally with multi-stage (JK-mean) targets from cl2gnn's MultiStageMemory
 (--multistage S: the last S epochs, after --warmup-stages epochs).
 
-    python examples/simsiam.py                         # digits, CPU, about 15 s
-    python examples/simsiam.py --dataset cifar10 --epochs 200 --multistage 2 --out runs/simsiam
-    torchrun --nproc_per_node=2 examples/simsiam.py   # 2 processes, global batch norm
+    cl2gnn simsiam                         # digits, CPU, about 15 s
+    cl2gnn simsiam --dataset cifar10 --epochs 200 --multistage 2 --out runs/simsiam
+    torchrun --nproc_per_node=2 -m cl2gnn simsiam   # 2 processes, global batch norm
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from cl2gnn import _cli  # torch-free: torch loads once the options are checked
-from cl2gnn.vision.experiment import common_parser, parse_args, run
+from . import cmdline  # torch-free: torch loads once the options are checked
+from .pretrain import common_parser, parse_args, run
 
 PER_DATASET = {
     "digits": {"arch": "convnet", "epochs": 20, "batch_size": 256, "lr": 0.4, "weight_decay": 5e-4},
@@ -49,7 +49,7 @@ def parse(
     parser.add_argument("--multistage", type=stages, default=0, metavar="S")
     parser.add_argument(
         "--warmup-stages",
-        type=_cli.non_negative_int,
+        type=cmdline.non_negative_int,
         help="epochs before the memory is used (default: a quarter of the epochs)",
     )
     parser.add_argument("--memory-dtype", choices=("float32", "bfloat16"), default="float32")
@@ -65,10 +65,10 @@ def parse(
     return parser, args
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-    _cli.quiet_pyg_warning()
-    parser, args = parse(argv)
-    with _cli.user_errors(parser.prog):
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> dict:
+    cmdline.quiet_pyg_warning()
+    parser, args = parse(argv, prog)
+    with cmdline.user_errors(parser.prog):
         import torch
 
         from cl2gnn.nn import MultiStageMemory
@@ -95,7 +95,3 @@ def main(argv: Sequence[str] | None = None) -> dict:
             return SimSiamObjective(memory)
 
         return run(args, PER_DATASET, make_model, make_objective)
-
-
-if __name__ == "__main__":
-    main()

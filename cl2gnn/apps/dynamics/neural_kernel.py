@@ -10,7 +10,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from ..losses import GeneralizedNTXentLoss, InfoNCELoss
+from cl2gnn.losses import GeneralizedNTXentLoss, InfoNCELoss
+
 from .common import StudyResult, new_figure, save_figure
 
 NAME = "neural-kernel"

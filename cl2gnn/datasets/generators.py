@@ -1,40 +1,68 @@
-"""Large class-structured graphs: a degree-corrected contextual stochastic block model.
+"""Synthetic class-structured graphs: the stochastic block model of the dynamics studies
+(:func:`sbm_graph`), and a degree-corrected contextual SBM large enough to stand in for the
+OGB graphs (:func:`contextual_sbm`).
 
-Nodes have classes, Gaussian features around a class mean (the "contextual" part) and
-heavy-tailed degrees; a chosen fraction of the edges joins nodes of the same class. The
-graph is generated in chunks into preallocated tensors, so that a graph of ogbn-products'
-size (2.4M nodes, 62M edges) needs about its own size in memory, and written in the
-``.npz`` format ``cl2gnn node --dataset PATH.npz`` reads::
+The contextual SBM's nodes have classes, Gaussian features around a class mean (the
+"contextual" part) and heavy-tailed degrees; a chosen fraction of the edges joins nodes of
+the same class. The graph is generated in chunks into preallocated tensors, so that a graph
+of ogbn-products' size (2.4M nodes, 62M edges) needs about its own size in memory, and
+written (:func:`~cl2gnn.datasets.write_npz`) in the ``.npz`` format ``cl2gnn node
+--dataset PATH.npz`` reads::
 
-    python -m cl2gnn.graphs.contextual_sbm --preset products --out products.npz
+    cl2gnn generate --preset products --out products.npz
 """
 
 from __future__ import annotations
 
-import zipfile
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
+from torch_geometric.utils import stochastic_blockmodel_graph
 
-from ... import _cli
-from ..._validation import check_integer
+from .._validation import check_integer
 
-# the sizes of the OGB graphs (undirected edges) and their edge homophily, rounded
-PRESETS: dict[str, dict[str, float]] = {
-    "arxiv": dict(
-        num_nodes=169_343, num_edges=1_166_243, num_features=128, num_classes=40, homophily=0.65
-    ),
-    "products": dict(
-        num_nodes=2_449_029, num_edges=61_859_140, num_features=100, num_classes=47, homophily=0.8
-    ),
-}
 STREAM_ROWS = 4096  # rows (nodes or edges) per random stream; chunks are whole streams
 _NODES, _FEATURES, _EDGES = range(3)  # the random streams' purposes
 _SPLIT = (0.1, 0.1)  # train and validation fractions; the rest is test
+
+
+def sbm_graph(
+    block_sizes: Sequence[int],
+    p: float,
+    q: float,
+    *,
+    seed: int | None = None,
+    device: torch.device | str | None = None,
+) -> tuple[Tensor, Tensor]:
+    r"""An undirected SBM graph: edge probability ``p`` inside a block, ``q`` across.
+
+    Args:
+        block_sizes (Sequence[int]): vertices per block (the ground-truth clusters).
+        p (float): within-block edge probability in ``[0, 1]``.
+        q (float): between-block edge probability in ``[0, 1]``.
+        seed (int, optional): seed for a reproducible graph.
+        device (optional): device of the outputs.
+
+    Returns:
+        ``(edge_index [2, E], labels [N])``; no self loops, both directions present.
+    """
+    if not block_sizes or min(block_sizes) < 1:
+        raise ValueError(f"block_sizes must be positive integers, got {list(block_sizes)}")
+    for name, value in (("p", p), ("q", q)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1], got {value}")
+    num_blocks = len(block_sizes)
+    probs = torch.full((num_blocks, num_blocks), float(q))
+    probs.fill_diagonal_(float(p))
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(seed)
+        edge_index = stochastic_blockmodel_graph(list(block_sizes), probs)
+    labels = torch.arange(num_blocks).repeat_interleave(torch.tensor(list(block_sizes)))
+    return edge_index.to(device), labels.to(device)
 
 
 def contextual_sbm(
@@ -227,61 +255,3 @@ class _EdgeSampler:
         """The node position whose propensity interval holds ``value``, kept in ``[low,
         high]`` against rounding at the intervals' ends."""
         return torch.searchsorted(self.cumulative, value, right=True).clamp_(low, high)
-
-
-def write_npz(data: Data, path: str | Path, *, chunk_size: int = 1 << 22) -> None:
-    """Write ``data`` in the ``.npz`` format of Platonov et al. that
-    :func:`cl2gnn.node.npz_graph.read_npz_graph` and ``cl2gnn node --dataset PATH.npz``
-    read: ``node_features``, ``node_labels``, ``edges`` ``[E, 2]`` (each undirected edge
-    once, as ``(i, j)`` with ``i <= j``; int32 when the node ids fit) and ``train_masks``,
-    ``val_masks``, ``test_masks`` ``[S, N]``.
-
-    The edges are streamed ``chunk_size`` at a time, so that writing needs no copy of
-    ``edge_index``; the file appears at ``path`` only once complete.
-
-    Args:
-        data (torch_geometric.data.Data): ``x``, ``y``, an undirected ``edge_index`` (both
-            directions of every edge, as :func:`contextual_sbm` and PyG's
-            ``to_undirected`` give) and ``train_mask``, ``val_mask``, ``test_mask``
-            (``[N]`` for one split or ``[N, S]``).
-        path (str or pathlib.Path): the file to write.
-        chunk_size (int, optional): edges per write (default: ``2**22``).
-    """
-    check_integer(chunk_size, "chunk_size", 1)
-    keys = ("x", "y", "edge_index", "train_mask", "val_mask", "test_mask")
-    missing = [key for key in keys if data.get(key) is None]
-    if missing:
-        raise ValueError(f"data lacks {', '.join(missing)}; write_npz needs {', '.join(keys)}")
-    row, col = data.edge_index.cpu()
-    forward = backward = 0
-    for start in range(0, row.numel(), chunk_size):
-        r, c = row[start : start + chunk_size], col[start : start + chunk_size]
-        forward += int((r < c).sum())
-        backward += int((r > c).sum())
-    if forward != backward:
-        raise ValueError(
-            "data.edge_index must hold both directions of every edge (the format stores "
-            f"each once): it has {forward} edges i -> j with i < j and {backward} with i > j"
-        )
-    num_nodes = data.num_nodes
-    dtype = np.dtype(np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64)
-    header = {"descr": dtype.str, "fortran_order": False, "shape": (row.numel() - backward, 2)}
-    with _cli.atomic_path(path) as temporary, zipfile.ZipFile(temporary, "w") as archive:
-        _write_array(archive, "node_features", data.x)
-        _write_array(archive, "node_labels", data.y)
-        with archive.open("edges.npy", "w", force_zip64=True) as file:
-            np.lib.format.write_array_header_1_0(file, header)
-            for start in range(0, row.numel(), chunk_size):
-                r, c = row[start : start + chunk_size], col[start : start + chunk_size]
-                keep = r <= c
-                pairs = torch.stack([r[keep], c[keep]], dim=1).numpy().astype(dtype)
-                file.write(pairs.tobytes())
-        for key in ("train", "val", "test"):
-            mask = data[f"{key}_mask"]
-            _write_array(archive, f"{key}_masks", mask.t() if mask.dim() == 2 else mask[None])
-
-
-def _write_array(archive: zipfile.ZipFile, name: str, array: Tensor) -> None:
-    with archive.open(f"{name}.npy", "w", force_zip64=True) as file:
-        array = np.ascontiguousarray(array.detach().cpu().numpy())
-        np.lib.format.write_array(file, array, allow_pickle=False)

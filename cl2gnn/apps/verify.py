@@ -8,9 +8,15 @@ from collections.abc import Callable
 
 import torch
 
-from .graphs import pair_graph
-from .losses import info_nce
-from .nn import AlignConv, AttentionAlignConv, ContrastiveConv, MultiStageMemory, UniformAttention
+from cl2gnn.graphs import pair_graph
+from cl2gnn.losses import info_nce
+from cl2gnn.nn import (
+    AlignConv,
+    AttentionAlignConv,
+    ContrastiveConv,
+    MultiStageMemory,
+    UniformAttention,
+)
 
 
 def _identity_error(op: torch.nn.Module, x: torch.Tensor, *args, **kwargs) -> float:

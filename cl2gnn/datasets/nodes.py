@@ -20,10 +20,10 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .._paths import cache_dir
+from .._files import cache_dir
 from ..graphs import knn_graph
 from .names import DATASETS, EMBEDDED, HETEROPHILOUS
-from .npz_graph import read_npz_graph
+from .npz import read_npz_graph
 
 # name -> (PyG class, root sub-folder under CL2GNN_DATA, folder of the raw files in a root)
 _PYG = {
@@ -44,7 +44,7 @@ def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
 
     Args:
         name: one of :data:`DATASETS` (case-insensitive; ``_`` for ``-`` accepted), or the
-            path of a ``.npz`` file in Platonov et al.'s format (see :mod:`.npz_graph`).
+            path of a ``.npz`` file in Platonov et al.'s format (see :mod:`.npz`).
         root: a folder holding the dataset (``<root>/<Name>/raw``, WikiCS: ``<root>/raw``,
             heterophilous graphs: ``<root>/<name>.npz``); default
             ``$CL2GNN_DATA/<planetoid|amazon|coauthor|wikics|heterophilous>``, else download.
@@ -89,7 +89,7 @@ def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
 
 
 def heterophilous_graph(name: str, root: str | None = None) -> Data:
-    """One of :data:`~cl2gnn.node.names.HETEROPHILOUS` from ``<root>/<file>.npz`` (default
+    """One of :data:`~cl2gnn.datasets.names.HETEROPHILOUS` from ``<root>/<file>.npz`` (default
     root ``$CL2GNN_DATA/heterophilous``), else downloaded into the cache."""
     from torch_geometric.data import download_url
     from torch_geometric.datasets import HeterophilousGraphDataset

@@ -9,6 +9,8 @@ evaluation of GNNs under heterophily"), the format of PyG's ``HeterophilousGraph
 
 Any file with these keys loads, so a user's own graph runs like the shipped ones; a file
 that breaks the format raises ``ValueError`` naming the file and the problem.
+:func:`write_npz` writes a PyG ``Data`` in the format, chunk by chunk (a generated graph of
+ogbn-products' size included).
 """
 
 from __future__ import annotations
@@ -19,8 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
+
+from .._files import atomic_path
+from .._validation import check_integer
 
 KEYS = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
 MASKS = ("train_masks", "val_masks", "test_masks")
@@ -106,3 +112,61 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
     )
     data.name = name or path.name
     return data
+
+
+def write_npz(data: Data, path: str | Path, *, chunk_size: int = 1 << 22) -> None:
+    """Write ``data`` in the ``.npz`` format of Platonov et al. that
+    :func:`cl2gnn.node.npz_graph.read_npz_graph` and ``cl2gnn node --dataset PATH.npz``
+    read: ``node_features``, ``node_labels``, ``edges`` ``[E, 2]`` (each undirected edge
+    once, as ``(i, j)`` with ``i <= j``; int32 when the node ids fit) and ``train_masks``,
+    ``val_masks``, ``test_masks`` ``[S, N]``.
+
+    The edges are streamed ``chunk_size`` at a time, so that writing needs no copy of
+    ``edge_index``; the file appears at ``path`` only once complete.
+
+    Args:
+        data (torch_geometric.data.Data): ``x``, ``y``, an undirected ``edge_index`` (both
+            directions of every edge, as :func:`contextual_sbm` and PyG's
+            ``to_undirected`` give) and ``train_mask``, ``val_mask``, ``test_mask``
+            (``[N]`` for one split or ``[N, S]``).
+        path (str or pathlib.Path): the file to write.
+        chunk_size (int, optional): edges per write (default: ``2**22``).
+    """
+    check_integer(chunk_size, "chunk_size", 1)
+    keys = ("x", "y", "edge_index", "train_mask", "val_mask", "test_mask")
+    missing = [key for key in keys if data.get(key) is None]
+    if missing:
+        raise ValueError(f"data lacks {', '.join(missing)}; write_npz needs {', '.join(keys)}")
+    row, col = data.edge_index.cpu()
+    forward = backward = 0
+    for start in range(0, row.numel(), chunk_size):
+        r, c = row[start : start + chunk_size], col[start : start + chunk_size]
+        forward += int((r < c).sum())
+        backward += int((r > c).sum())
+    if forward != backward:
+        raise ValueError(
+            "data.edge_index must hold both directions of every edge (the format stores "
+            f"each once): it has {forward} edges i -> j with i < j and {backward} with i > j"
+        )
+    num_nodes = data.num_nodes
+    dtype = np.dtype(np.int32 if num_nodes <= np.iinfo(np.int32).max else np.int64)
+    header = {"descr": dtype.str, "fortran_order": False, "shape": (row.numel() - backward, 2)}
+    with atomic_path(path) as temporary, zipfile.ZipFile(temporary, "w") as archive:
+        _write_array(archive, "node_features", data.x)
+        _write_array(archive, "node_labels", data.y)
+        with archive.open("edges.npy", "w", force_zip64=True) as file:
+            np.lib.format.write_array_header_1_0(file, header)
+            for start in range(0, row.numel(), chunk_size):
+                r, c = row[start : start + chunk_size], col[start : start + chunk_size]
+                keep = r <= c
+                pairs = torch.stack([r[keep], c[keep]], dim=1).numpy().astype(dtype)
+                file.write(pairs.tobytes())
+        for key in ("train", "val", "test"):
+            mask = data[f"{key}_mask"]
+            _write_array(archive, f"{key}_masks", mask.t() if mask.dim() == 2 else mask[None])
+
+
+def _write_array(archive: zipfile.ZipFile, name: str, array: Tensor) -> None:
+    with archive.open(f"{name}.npy", "w", force_zip64=True) as file:
+        array = np.ascontiguousarray(array.detach().cpu().numpy())
+        np.lib.format.write_array(file, array, allow_pickle=False)

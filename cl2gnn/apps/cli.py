@@ -7,8 +7,11 @@ import json
 import sys
 from pathlib import Path
 
-from . import _cli
-from ._torchrun import MODES, launched_by_torchrun
+from cl2gnn import _files
+from cl2gnn._torchrun import MODES, launched_by_torchrun
+from cl2gnn.datasets.names import DATASETS, EMBEDDED, PRESETS
+
+from . import cmdline
 from .dynamics.names import STUDY_NAMES
 
 
@@ -16,7 +19,7 @@ def _info(_: argparse.Namespace) -> int:
     import torch
     import torch_geometric
 
-    from .graphs import faiss_available, faiss_has_gpu
+    from cl2gnn.graphs import faiss_available, faiss_has_gpu
 
     try:
         import torch_scatter  # noqa: F401
@@ -49,7 +52,7 @@ def _verify(args: argparse.Namespace) -> int:
     ok = worst < args.tol
     print(f"{'PASS' if ok else 'FAIL'}: worst error {worst:.2e} (tolerance {args.tol:.0e})")
     if args.json:
-        _cli.write_text_atomic(
+        _files.write_text_atomic(
             args.json, json.dumps({"device": args.device, "checks": dict(results)})
         )
     return 0 if ok else 1
@@ -84,13 +87,13 @@ def _node(args: argparse.Namespace) -> int:
     if results:  # under torchrun, rank 0 alone reports
         print(format_table(results))
         if args.json:
-            _cli.write_text_atomic(args.json, json.dumps(results[0], indent=2))
+            _files.write_text_atomic(args.json, json.dumps(results[0], indent=2))
     return 0
 
 
 def fan_out(text: str) -> int:
     """An argparse type: a sampling fan-out, an integer >= 1 or -1 (all neighbours)."""
-    value = _cli.int_range(-1)(text)
+    value = cmdline.int_range(-1)(text)
     if value == 0:
         raise argparse.ArgumentTypeError("must be an integer >= 1, or -1 for all, got 0")
     return value
@@ -123,21 +126,38 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .node.names import (
-        DATASETS,
-        EMBEDDED,
-        EMBEDDINGS,
-        ENCODERS,
-        METHODS,
-        PROTOCOLS,
-        dataset_argument,
-    )
+def _generate(args: argparse.Namespace) -> int:
+    import time
 
-    parser = _cli.ArgumentParser(
+    from cl2gnn.datasets import contextual_sbm, write_npz
+
+    start = time.perf_counter()
+    data = contextual_sbm(**PRESETS[args.preset], seed=args.seed)
+    generated = time.perf_counter()
+    write_npz(data, args.out)
+    print(
+        f"{args.out}: {data.num_nodes:,} nodes, {data.num_edges // 2:,} undirected edges, "
+        f"{data.num_features} features; generated in {generated - start:.1f} s, "
+        f"written in {time.perf_counter() - generated:.1f} s"
+    )
+    return 0
+
+
+# the image pre-training commands parse their own options (cl2gnn.apps.simclr, .simsiam)
+# and start their own process group under torchrun
+PRETRAIN = {
+    "simclr": "SimCLR with cl2gnn's objectives on images (digits on the CPU by default)",
+    "simsiam": "SimSiam, optionally with multi-stage targets, on images",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from cl2gnn.node.names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
+
+    parser = cmdline.ArgumentParser(
         prog="cl2gnn",
         description="Contrastive learning as message passing.",
-        epilog=f"{_cli.DEBUG_VARIABLE}=1 shows the traceback behind an error.",
+        epilog=f"{cmdline.DEBUG_VARIABLE}=1 shows the traceback behind an error.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     info = sub.add_parser("info", help="versions and available backends")
@@ -145,13 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
     verify = sub.add_parser(
         "verify", help="check forward == x - step * grad(energy) for every operator"
     )
-    verify.add_argument("--device", type=_cli.device, default="cpu")
+    verify.add_argument("--device", type=cmdline.device, default="cpu")
     # pairs of views, and a quarter of the nodes as sampled keys: 4 at least
-    verify.add_argument("--nodes", type=_cli.int_range(4), default=64)
-    verify.add_argument("--dim", type=_cli.positive_int, default=16)
-    verify.add_argument("--seed", type=_cli.seed, default=0)
-    verify.add_argument("--tol", type=_cli.positive_float, default=1e-10)
-    verify.add_argument("--json", type=_cli.output_file, help="write the errors to this JSON file")
+    verify.add_argument("--nodes", type=cmdline.int_range(4), default=64)
+    verify.add_argument("--dim", type=cmdline.positive_int, default=16)
+    verify.add_argument("--seed", type=cmdline.seed, default=0)
+    verify.add_argument("--tol", type=cmdline.positive_float, default=1e-10)
+    verify.add_argument(
+        "--json", type=cmdline.output_file, help="write the errors to this JSON file"
+    )
     verify.set_defaults(func=_verify)
 
     node = sub.add_parser(
@@ -163,14 +185,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--dataset",
-        type=dataset_argument,
+        type=cmdline.dataset_argument,
         default=EMBEDDED,
         help=f"one of {', '.join(DATASETS)}, or PATH.npz (a graph in the heterophilous "
         "graphs' format: node_features, node_labels, edges, train/val/test_masks)",
     )
     node.add_argument(
         "--root",
-        type=_cli.existing_path,
+        type=cmdline.existing_path,
         help="dataset root (default: $CL2GNN_DATA/<family>, else download)",
     )
     node.add_argument("--method", default="grace", choices=METHODS)
@@ -182,13 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--seeds",
-        type=_cli.positive_int,
+        type=cmdline.positive_int,
         help="default: one per shipped split under the splits protocol, else 10",
     )
-    node.add_argument("--epochs", type=_cli.positive_int, help="override the dataset's default")
+    node.add_argument("--epochs", type=cmdline.positive_int, help="override the dataset's default")
     node.add_argument("--encoder", choices=ENCODERS, help="default: the dataset's")
     node.add_argument(
-        "--hidden", type=_cli.positive_int, help="encoder output width (default: the dataset's)"
+        "--hidden", type=cmdline.positive_int, help="encoder output width (default: the dataset's)"
     )
     node.add_argument(
         "--embedding",
@@ -205,13 +227,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--neighbor-weight",
-        type=_cli.positive_float,
+        type=cmdline.positive_float,
         help="weight of graph-neighbour positives, methods 'neighbors' and 'homophily' "
         "(default: 1)",
     )
     node.add_argument(
         "--clusters",
-        type=_cli.positive_int,
+        type=cmdline.positive_int,
         help="k-means centroids that decide which neighbours stay positive, method "
         "'homophily' (default: 10)",
     )
@@ -230,19 +252,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--num-keys",
-        type=_cli.positive_int,
+        type=cmdline.positive_int,
         help="InfoNCE's uniformity term over this many views drawn per step "
         "(faster, approximate; default: the dataset's)",
     )
     node.add_argument(
         "--swa-start",
-        type=_cli.positive_int,
+        type=cmdline.positive_int,
         help="embed with the running mean of the encoder's weights from this epoch on "
         "(stochastic weight averaging; default: the last weights)",
     )
     node.add_argument(
         "--mask-nodes",
-        type=_cli.probability,
+        type=cmdline.probability,
         nargs=2,
         metavar=("P1", "P2"),
         help="fraction of the nodes whose whole feature row each view zeroes "
@@ -250,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--batch-size",
-        type=_cli.positive_int,
+        type=cmdline.positive_int,
         help="train on mini-batches of this many seed nodes (over all processes under "
         "torchrun) and their sampled neighbourhoods; default: the whole graph per step",
     )
@@ -268,8 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="under torchrun: the negatives of every process, all-gathered (gather, the "
         "default) or passed rank to rank (ring)",
     )
-    node.add_argument("--device", type=_cli.device, default="cpu")
-    node.add_argument("--json", type=_cli.output_file, help="write the result to this JSON file")
+    node.add_argument("--device", type=cmdline.device, default="cpu")
+    node.add_argument("--json", type=cmdline.output_file, help="write the result to this JSON file")
     node.add_argument("--no-progress", action="store_true")
     node.set_defaults(func=_node, check=_check_node)
 
@@ -280,25 +302,46 @@ def build_parser() -> argparse.ArgumentParser:
     which = simulate.add_mutually_exclusive_group(required=True)
     which.add_argument("study", nargs="?", choices=(*STUDY_NAMES, "all"), help="a study, or all")
     which.add_argument("--list", action="store_true", help="print the study names")
-    simulate.add_argument("--out", type=_cli.output_dir, default="runs/simulate")
-    simulate.add_argument("--steps", type=_cli.positive_int, help="override the study's default")
-    simulate.add_argument("--seed", type=_cli.seed, default=0)
+    simulate.add_argument("--out", type=cmdline.output_dir, default="runs/simulate")
+    simulate.add_argument("--steps", type=cmdline.positive_int, help="override the study's default")
+    simulate.add_argument("--seed", type=cmdline.seed, default=0)
     simulate.set_defaults(func=_simulate)
+
+    generate = sub.add_parser(
+        "generate",
+        help="write a contextual SBM graph of an OGB graph's size as a .npz file",
+        description="Generate a degree-corrected contextual SBM graph of an OGB graph's size "
+        "as a .npz file for cl2gnn node --dataset PATH.npz.",
+    )
+    generate.add_argument("--preset", required=True, choices=sorted(PRESETS))
+    generate.add_argument("--out", required=True, type=cmdline.output_file, help="the .npz file")
+    generate.add_argument("--seed", type=cmdline.seed, default=0)
+    generate.set_defaults(func=_generate)
+
+    for name, summary in PRETRAIN.items():
+        command = sub.add_parser(name, help=summary, add_help=False)
+        command.add_argument("options", nargs=argparse.REMAINDER)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    _cli.quiet_pyg_warning()
+    cmdline.quiet_pyg_warning()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in PRETRAIN:  # the command parses its own options
+        import importlib
+
+        importlib.import_module(f".{argv[0]}", __package__).main(argv[1:], f"cl2gnn {argv[0]}")
+        return 0
     parser = build_parser()
     args = parser.parse_args(argv)
     if hasattr(args, "check"):
         args.check(parser, args)
-    with _cli.user_errors(f"{parser.prog} {args.command}"):
+    with cmdline.user_errors(f"{parser.prog} {args.command}"):
         if hasattr(args, "device"):  # before any data work
-            _cli.check_device(args.device)
+            cmdline.check_device(args.device)
         if not launched_by_torchrun():
             return args.func(args)
-        from .distributed import init_from_env, shutdown
+        from cl2gnn.distributed import init_from_env, shutdown
 
         args.device = str(init_from_env(args.device))
         try:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import torch
 
-from .. import _validation
+from cl2gnn import _validation
+
 from .common import StudyResult
 from .names import STUDY_NAMES
 

@@ -11,12 +11,18 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..distributed import rank_and_world
-from .config import default_config
-from .datasets import load_node_dataset
-from .evaluate import default_protocol, make_split, metric_for, num_splits, probe_accuracy
-from .names import SAMPLED_KEYS_METHODS
-from .train import train_node_model
+from cl2gnn.datasets import load_node_dataset
+from cl2gnn.distributed import rank_and_world
+from cl2gnn.node.config import default_config
+from cl2gnn.node.evaluate import (
+    default_protocol,
+    make_split,
+    metric_for,
+    num_splits,
+    probe_accuracy,
+)
+from cl2gnn.node.names import SAMPLED_KEYS_METHODS
+from cl2gnn.node.train import train_node_model
 
 # the baselines a method must beat (DESIGN §5): the probe on the raw features (the same
 # L2-normalised probe as the embeddings, and the standardised one of §5), and the encoder

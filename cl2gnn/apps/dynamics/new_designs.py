@@ -14,8 +14,9 @@ from pathlib import Path
 
 import torch
 
-from ..graphs import knn_graph
-from ..nn import AlignConv, AttentionAlignConv, MultiStageMemory, UniformAttention
+from cl2gnn.graphs import knn_graph
+from cl2gnn.nn import AlignConv, AttentionAlignConv, MultiStageMemory, UniformAttention
+
 from .common import StudyResult, new_figure, save_figure, separation
 
 NAME = "new-designs"

@@ -1,9 +1,9 @@
 """SimCLR with cl2gnn's objectives: InfoNCE = AlignConv + UniformAttention, or attention
 alignment (--attention BETA), Kernel-InfoNCE (--kernel), kNN positives (--nn-positives K).
 
-    python examples/simclr.py                          # digits, CPU, about 15 s
-    python examples/simclr.py --dataset cifar10 --epochs 200 --batch-size 512 --out runs/simclr
-    torchrun --nproc_per_node=2 examples/simclr.py     # 2 processes, negatives from both
+    cl2gnn simclr                          # digits, CPU, about 15 s
+    cl2gnn simclr --dataset cifar10 --epochs 200 --batch-size 512 --out runs/simclr
+    torchrun --nproc_per_node=2 -m cl2gnn simclr     # 2 processes, negatives from both
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from cl2gnn import _cli  # torch-free: torch loads once the options are checked
 from cl2gnn._torchrun import MODES
-from cl2gnn.vision.experiment import common_parser, parse_args, run
 from cl2gnn.vision.names import KERNELS
+
+from . import cmdline  # torch-free: torch loads once the options are checked
+from .pretrain import common_parser, parse_args, run
 
 PER_DATASET = {
     "digits": {
@@ -43,18 +44,18 @@ def parse(
     # a batch of one image has no negatives: the loss is 0 whatever the encoder
     parser = common_parser(__doc__.split("\n\n")[0], min_batch=2, prog=prog)
     parser.add_argument(
-        "--temperature", type=_cli.positive_float, help="default: 0.2 digits, 0.5 images"
+        "--temperature", type=cmdline.positive_float, help="default: 0.2 digits, 0.5 images"
     )
     parser.add_argument(
         "--attention",
-        type=_cli.non_negative_float,
+        type=cmdline.non_negative_float,
         metavar="BETA",
         help="attention alignment of sharpness BETA (0: plain InfoNCE)",
     )
     parser.add_argument("--kernel", choices=sorted(KERNELS), help="Kernel-InfoNCE kernel")
     parser.add_argument(
         "--nn-positives",
-        type=_cli.non_negative_int,
+        type=cmdline.non_negative_int,
         default=0,
         metavar="K",
         help="each view's K nearest views in the batch as extra positives",
@@ -78,10 +79,10 @@ def parse(
     return parser, args
 
 
-def main(argv: Sequence[str] | None = None) -> dict:
-    _cli.quiet_pyg_warning()
-    parser, args = parse(argv)
-    with _cli.user_errors(parser.prog):
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> dict:
+    cmdline.quiet_pyg_warning()
+    parser, args = parse(argv, prog)
+    with cmdline.user_errors(parser.prog):
         from cl2gnn.vision.models import SSLNet
         from cl2gnn.vision.objectives import SimCLRObjective
 
@@ -95,7 +96,3 @@ def main(argv: Sequence[str] | None = None) -> dict:
             )
 
         return run(args, PER_DATASET, make_model, make_objective)
-
-
-if __name__ == "__main__":
-    main()

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import torch
 
-from ..graphs import class_spectra, sbm_graph
-from ..nn import AlignConv
+from cl2gnn.datasets import sbm_graph
+from cl2gnn.graphs import class_spectra
+from cl2gnn.nn import AlignConv
+
 from .common import StudyResult, new_figure, save_figure
 
 NAME = "proposition2"

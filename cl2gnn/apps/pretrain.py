@@ -15,16 +15,18 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .. import _cli
-from .names import ARCHS, DATASETS
+from cl2gnn import _files
+from cl2gnn.vision.names import ARCHS, DATASETS
+
+from . import cmdline
 
 if TYPE_CHECKING:
     import torch
 
-    from .augment import MultiViewAugment
-    from .data import ImageSet
-    from .models import SSLNet
-    from .train import Pretrainer
+    from cl2gnn.vision.augment import MultiViewAugment
+    from cl2gnn.vision.data import ImageSet
+    from cl2gnn.vision.models import SSLNet
+    from cl2gnn.vision.train import Pretrainer
 
 DIGITS_STATS = ((0.31,), (0.40,))  # mean / std of scikit-learn's digits in [0, 1]
 # the monitor's k = 200 exceeds a digits class (about 144 training images): k = 20 there
@@ -33,43 +35,47 @@ KNN_K = {"digits": 20}
 
 def common_parser(
     description: str, min_batch: int = 1, prog: str | None = None
-) -> _cli.ArgumentParser:
+) -> cmdline.ArgumentParser:
     """The options of both examples; ``min_batch``: the fewest images a batch (and so
     ``--subset``, which caps the batch) may hold."""
-    parser = _cli.ArgumentParser(
+    parser = cmdline.ArgumentParser(
         prog=prog,
         description=description,
-        epilog=f"{_cli.DEBUG_VARIABLE}=1 shows the traceback behind an error.",
+        epilog=f"{cmdline.DEBUG_VARIABLE}=1 shows the traceback behind an error.",
     )
     parser.add_argument("--dataset", default="digits", choices=DATASETS)
     parser.add_argument(
         "--data-root",
-        type=_cli.existing_path,
+        type=cmdline.existing_path,
         help="dataset folder (default: $CL2GNN_DATA or download)",
     )
     parser.add_argument("--arch", choices=ARCHS, help="default: convnet for digits, else resnet18")
-    parser.add_argument("--epochs", type=_cli.positive_int)
+    parser.add_argument("--epochs", type=cmdline.positive_int)
     parser.add_argument(
         "--batch-size",
-        type=_cli.int_range(min_batch),
+        type=cmdline.int_range(min_batch),
         help="images per step, over all processes under torchrun",
     )
-    parser.add_argument("--lr", type=_cli.positive_float, help="base learning rate per 256 images")
-    parser.add_argument("--weight-decay", type=_cli.non_negative_float)
+    parser.add_argument(
+        "--lr", type=cmdline.positive_float, help="base learning rate per 256 images"
+    )
+    parser.add_argument("--weight-decay", type=cmdline.non_negative_float)
     parser.add_argument("--optimizer", choices=("sgd", "lars"), default="sgd")
     parser.add_argument(
         "--subset",
-        type=_cli.int_range(min_batch),
+        type=cmdline.int_range(min_batch),
         help="train (and monitor) on N images drawn at random, the same for every --seed",
     )
-    parser.add_argument("--seed", type=_cli.seed, default=0)
+    parser.add_argument("--seed", type=cmdline.seed, default=0)
     parser.add_argument(
-        "--device", type=_cli.device, help="default: cuda where available, else cpu"
+        "--device", type=cmdline.device, help="default: cuda where available, else cpu"
     )
     parser.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
-    parser.add_argument("--out", type=_cli.output_dir, help="folder for checkpoint.pt and log.json")
+    parser.add_argument(
+        "--out", type=cmdline.output_dir, help="folder for checkpoint.pt and log.json"
+    )
     parser.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
-    parser.add_argument("--json", type=_cli.output_file, help="write the result summary here")
+    parser.add_argument("--json", type=cmdline.output_file, help="write the result summary here")
     parser.add_argument("--no-progress", action="store_true")
     return parser
 
@@ -103,7 +109,7 @@ def parse_args(
 
 
 def augment_for(dataset: str, images: torch.Tensor) -> MultiViewAugment:
-    from .augment import MultiViewAugment
+    from cl2gnn.vision.augment import MultiViewAugment
 
     if dataset == "digits":  # 8×8 strokes: milder crops, no flips (they change digits)
         return MultiViewAugment(
@@ -122,7 +128,7 @@ def augment_for(dataset: str, images: torch.Tensor) -> MultiViewAugment:
 def load_split(args: argparse.Namespace) -> tuple[ImageSet, ImageSet]:
     """The training and test images; a dataset file that cannot be read (a truncated zip,
     an image that does not decode) raises ``ValueError`` naming the file (``load_images``)."""
-    from .data import load_images
+    from cl2gnn.vision.data import load_images
 
     train = load_images(args.dataset, args.data_root, train=True)
     test = load_images(args.dataset, args.data_root, train=False)
@@ -147,11 +153,11 @@ def run(
     every process trains its shard of each global batch (``--batch-size`` is the global
     batch) and rank 0 alone prints and writes. A device this machine lacks is refused
     (``ValueError``) before the process group starts."""
-    from ..distributed import init_from_env, shutdown
+    from cl2gnn.distributed import init_from_env, shutdown
 
     apply_defaults(args, per_dataset)
     args.device = args.device or default_device()
-    _cli.check_device(args.device)
+    cmdline.check_device(args.device)
     device = init_from_env(args.device)
     try:
         return _run(args, device, make_model, make_objective)
@@ -162,7 +168,7 @@ def run(
 def _run(args, device: torch.device, make_model, make_objective) -> dict:
     import torch
 
-    from .train import PretrainConfig, Pretrainer
+    from cl2gnn.vision.train import PretrainConfig, Pretrainer
 
     train, test = load_split(args)
     config = PretrainConfig(
@@ -215,7 +221,7 @@ def _run(args, device: torch.device, make_model, make_objective) -> dict:
     if args.out:
         trainer.write_log(Path(args.out) / "log.json")
     if args.json:
-        _cli.write_text_atomic(args.json, json.dumps(summary, indent=1))
+        _files.write_text_atomic(args.json, json.dumps(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "knn_history"}))
     return summary
 

@@ -12,8 +12,9 @@ from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 from torch_geometric.utils import to_scipy_sparse_matrix
 
-from ..graphs import sbm_graph
-from ..losses import InfoNCELoss
+from cl2gnn.datasets import sbm_graph
+from cl2gnn.losses import InfoNCELoss
+
 from .common import StudyResult, new_figure, save_figure
 
 NAME = "spectral-clustering"

@@ -12,7 +12,6 @@ import argparse
 import math
 import os
 import re
-import secrets
 import sys
 import warnings
 from collections.abc import Callable, Iterator
@@ -220,22 +219,18 @@ def _describe(error: Exception) -> str:
     return str(error) or type(error).__name__
 
 
-@contextmanager
-def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """A temporary name beside ``path`` (same folder, same suffix, so that writers that go by
-    the suffix, like ``savefig``, still work) that replaces ``path`` only when the block
-    ends without an error; otherwise it is removed. A reader never sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.stem}.{secrets.token_hex(4)}.partial{path.suffix}")
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+def dataset_argument(text: str) -> str:
+    """An argparse type for ``--dataset``: a name of :data:`~cl2gnn.datasets.names.DATASETS`
+    (case-insensitive, ``_`` for ``-``) or the path of an existing ``.npz`` graph, checked
+    before torch loads."""
+    from cl2gnn.datasets.names import DATASETS
 
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through :func:`atomic_path`."""
-    with atomic_path(path) as temporary:
-        temporary.write_text(text)
+    if text.endswith(".npz"):
+        if not Path(text).expanduser().is_file():
+            raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+        return text
+    if text.lower().replace("_", "-") not in {name.lower() for name in DATASETS}:
+        raise argparse.ArgumentTypeError(
+            f"unknown dataset {text!r}; choose from {', '.join(DATASETS)} or give a PATH.npz"
+        )
+    return text

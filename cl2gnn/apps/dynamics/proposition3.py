@@ -7,8 +7,9 @@ from pathlib import Path
 
 import torch
 
-from ..graphs import pair_graph
-from ..nn import ContrastiveConv
+from cl2gnn.graphs import pair_graph
+from cl2gnn.nn import ContrastiveConv
+
 from .common import StudyResult, new_figure, save_figure
 
 NAME = "proposition3"
