@@ -88,7 +88,7 @@ FIELD_CHECKS: dict[str, Callable[[object], None]] = {
     "activation": _one_of(ACTIVATIONS),
     "drop_edge": _pair,
     "drop_feature": _pair,
-    "tau": _number(cmdline.positive_float),
+    "temperature": _number(cmdline.positive_float),
     "epochs": _integer(1),
     "weight_decay": _number(cmdline.non_negative_float),
     "encoder": _one_of(ENCODERS),

@@ -300,7 +300,7 @@ def run_speed(dataset: str, rounds: int, epochs: int, num_keys: int | None) -> l
             "grace",
             config.with_overrides(num_keys=num_keys),
         )
-    objectives["GRACE formulation"] = (grace_paper_objective(config.tau), config)
+    objectives["GRACE formulation"] = (grace_paper_objective(config.temperature), config)
     rows = []
     for round_ in range(rounds):
         for name, (objective, cfg) in objectives.items():

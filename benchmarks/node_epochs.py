@@ -28,7 +28,7 @@ from cl2gnn.apps import cmdline
 
 def snapshot_scores(data, method: str, config, seeds: int, every: int) -> dict:
     """``{epoch: {"validation": [...], "public": [...], "grace": [...]}}``, one value per seed."""
-    from cl2gnn.node import make_split, probe_accuracy, probe_scores, train_node_model
+    from cl2gnn.node import make_split, probe_score, probe_scores, train_node_model
 
     public = make_split("public", data, 0)
     curves: dict[int, dict[str, list[float]]] = {}
@@ -37,7 +37,7 @@ def snapshot_scores(data, method: str, config, seeds: int, every: int) -> dict:
         grace_split = make_split("grace", data, seed)
         for epoch, embeddings in result.snapshots.items():
             scores = probe_scores(embeddings, data.y, public, seed)
-            grace = probe_accuracy(embeddings, data.y, grace_split, seed)
+            grace = probe_score(embeddings, data.y, grace_split, seed)
             curve = curves.setdefault(epoch, {"validation": [], "public": [], "grace": []})
             curve["validation"].append(scores["validation"])
             curve["public"].append(scores["test"])

@@ -30,14 +30,14 @@ FINE_GRID = 2.0 ** np.arange(-8, 13, 1)
 
 def probes() -> dict:
     """name -> (embeddings, y, split, seed) -> test accuracy; the first is the default."""
-    from cl2gnn.node import adam_probe_scores, probe_accuracy
+    from cl2gnn.node import adam_probe_scores, probe_score
     from cl2gnn.node.evaluate import C_GRID
 
     return {
-        "L2, coarse (library)": lambda *a: probe_accuracy(*a, scaling="l2", c_grid=C_GRID),
-        "L2, fine": lambda *a: probe_accuracy(*a, scaling="l2", c_grid=FINE_GRID),
-        "standardised, fine": lambda *a: probe_accuracy(*a, scaling="standard", c_grid=FINE_GRID),
-        "raw, fine": lambda *a: probe_accuracy(*a, scaling="none", c_grid=FINE_GRID),
+        "L2, coarse (library)": lambda *a: probe_score(*a, scaling="l2", c_grid=C_GRID),
+        "L2, fine": lambda *a: probe_score(*a, scaling="l2", c_grid=FINE_GRID),
+        "standardised, fine": lambda *a: probe_score(*a, scaling="standard", c_grid=FINE_GRID),
+        "raw, fine": lambda *a: probe_score(*a, scaling="none", c_grid=FINE_GRID),
         "raw, Adam": lambda *a: adam_probe_scores(*a)["test"],
     }
 
@@ -79,8 +79,13 @@ def run(args) -> None:
     from torch_geometric.nn.conv.gcn_conv import gcn_norm
     from torch_geometric.utils import to_torch_csr_tensor
 
-    from cl2gnn.node import default_config, load_node_dataset, make_split, probe_accuracy
-    from cl2gnn.node.train import train_node_model
+    from cl2gnn.node import (
+        default_config,
+        load_node_dataset,
+        make_split,
+        probe_score,
+        train_node_model,
+    )
 
     warnings.filterwarnings("ignore")  # the probes' convergence notices, run after run
     data = load_node_dataset(args.dataset)
@@ -98,7 +103,7 @@ def run(args) -> None:
             for name, feats in readouts(embedding, config.hidden, adj, args.hops).items():
                 for protocol in ("grace", "public"):
                     split = make_split(protocol, data, seed)
-                    accuracy = probe_accuracy(feats, data.y, split, seed)
+                    accuracy = probe_score(feats, data.y, split, seed)
                     read.setdefault((method, name, protocol), []).append(accuracy)
                 if name not in ("last layer", "concat"):
                     continue

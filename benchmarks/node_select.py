@@ -37,9 +37,15 @@ import numpy as np
 from _results import save_table  # benchmarks/_results.py
 
 from cl2gnn.datasets.names import HETEROPHILOUS
-from cl2gnn.node import DEFAULTS, NodeConfig, load_node_dataset, make_split, probe_scores
+from cl2gnn.node import (
+    DEFAULTS,
+    NodeConfig,
+    load_node_dataset,
+    make_split,
+    probe_scores,
+    train_node_model,
+)
 from cl2gnn.node.evaluate import metric_for, num_splits
-from cl2gnn.node.train import train_node_model
 
 RAW = {"raw features": "l2", "raw features, standardised": "standard"}
 

@@ -95,7 +95,7 @@ def random_encoder(data: Data, config: NodeConfig, seed: int) -> torch.Tensor:
     import torch
 
     from cl2gnn.node.models import GraphEncoder
-    from cl2gnn.node.train import seed_everything
+    from cl2gnn.node.views import seed_everything
 
     seed_everything(seed)
     encoder = GraphEncoder(data.num_features, config.hidden, config.activation).eval()
@@ -105,8 +105,7 @@ def random_encoder(data: Data, config: NodeConfig, seed: int) -> torch.Tensor:
 
 def evaluate(data: Data, methods: list[str], seeds: int) -> list[dict]:
     """One record per embedding (the two baselines, then each method) on ``data``."""
-    from cl2gnn.node import NodeConfig, make_split, probe_accuracy
-    from cl2gnn.node.train import train_node_model
+    from cl2gnn.node import NodeConfig, make_split, probe_score, train_node_model
 
     config = NodeConfig()  # Cora's (GRACE's) configuration, untouched
     scores: dict[str, list[float]] = {}
@@ -118,7 +117,7 @@ def evaluate(data: Data, methods: list[str], seeds: int) -> list[dict]:
             result = train_node_model(data, method, config, seed, progress=False)
             embeddings[method], epoch_ms[method] = result.embeddings, result.epoch_ms
         for name, feats in embeddings.items():
-            scores.setdefault(name, []).append(probe_accuracy(feats, data.y, split, seed))
+            scores.setdefault(name, []).append(probe_score(feats, data.y, split, seed))
     return [
         {
             "dataset": data.name,

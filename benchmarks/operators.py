@@ -301,8 +301,8 @@ def run_fullgraph(nodes: int, dim: int, device: str) -> dict:
 
     from cl2gnn.apps.node import peak_rss_mb
     from cl2gnn.losses import info_nce
+    from cl2gnn.node import augment
     from cl2gnn.node.models import GraphEncoder, ProjectionHead
-    from cl2gnn.node.train import augment
 
     device = torch.device(device)
     torch.manual_seed(0)

@@ -53,3 +53,12 @@ def identity_error(op, x, *args, **kwargs):
     x = x.detach().to(torch.float64).requires_grad_(True)
     (grad,) = torch.autograd.grad(op.energy(x, *args, **kwargs), x)
     return float((op(x, *args, **kwargs) - (x - op.step * grad)).abs().max())
+
+
+def node_method(name, num_nodes, hidden, temperature, graph=None, **config):
+    """Node method ``name`` (its class from the registry) for a graph of ``num_nodes``
+    nodes and projections of width ``hidden``; ``config`` further NodeConfig fields."""
+    from cl2gnn.node import NodeConfig, make_method
+
+    settings = NodeConfig(temperature=temperature, hidden=hidden, proj_hidden=hidden, **config)
+    return make_method(name, settings, num_nodes=num_nodes, graph=graph)

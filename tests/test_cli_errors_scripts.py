@@ -150,8 +150,11 @@ CONFIG_ERRORS = [
         "entry 1: drop_edge must be a number in [0, 1], got 1.5",
     ),
     ('[{"method": "grace", "drop_edge": 0.2}]', "entry 1: drop_edge must be two numbers"),
-    ('[{"method": "grace", "tau": "0.5"}]', "entry 1: tau must be a number, got '0.5'"),
-    ('[{"method": "grace", "tau": 0}]', "entry 1: tau must be a number > 0, got 0"),
+    (
+        '[{"method": "grace", "temperature": "0.5"}]',
+        "entry 1: temperature must be a number, got '0.5'",
+    ),
+    ('[{"method": "grace", "temperature": 0}]', "entry 1: temperature must be a number > 0, got 0"),
     ('[{"method": "grace", "epochs": true}]', "entry 1: epochs must be an integer >= 1"),
     ('[{"method": "grace", "encoder": "gin"}]', "entry 1: encoder must be one of gcn,"),
     ('[{"method": "grace", "num_keys": 0}]', "entry 1: num_keys must be an integer >= 1"),

@@ -13,16 +13,16 @@ from cl2gnn.node import (
     METHODS,
     SparseFeatures,
     adam_probe_scores,
+    augment,
     default_config,
     load_node_dataset,
     make_split,
     prepare_features,
-    probe_accuracy,
+    probe_score,
     probe_scores,
     train_node_model,
 )
 from cl2gnn.node.models import GraphEncoder
-from cl2gnn.node.train import augment
 
 DATA = os.environ.get("CL2GNN_DATA")
 HAS_CORA = bool(DATA) and (Path(DATA) / "planetoid" / "Cora" / "raw").is_dir()
@@ -79,7 +79,7 @@ def test_cora_public_split_and_short_run():
     assert (len(train), len(val), len(test)) == (140, 500, 1000)
     config = default_config("Cora").with_overrides(epochs=40)
     result = train_node_model(data, "grace", config, seed=0, progress=False)
-    accuracy = probe_accuracy(result.embeddings, data.y, make_split("grace", data, 0))
+    accuracy = probe_score(result.embeddings, data.y, make_split("grace", data, 0))
     assert accuracy > 75.0, accuracy  # majority class: 30 %
 
 
@@ -95,21 +95,20 @@ def test_loss_falls_and_same_seed_same_numbers(digits):
 
 @pytest.mark.parametrize("method", METHODS)
 def test_every_method_trains_its_objective(method, digits, monkeypatch):
-    # the trainer minimises NodeObjective(method) (its value is checked against each
-    # method's formula in test_node_objectives.py), reports that objective's values, and
+    # the trainer minimises the registered method's loss (its value is checked against
+    # each method's formula in test_node_objectives.py), reports that loss's values, and
     # its gradient moves the encoder away from its initialisation
-    from cl2gnn.node import NodeObjective
-    from cl2gnn.node import train as node_train
+    from cl2gnn.node.methods import REGISTRY
 
     calls = []
+    forward = REGISTRY[method].forward
 
-    class RecordedObjective(NodeObjective):
-        def forward(self, *views):
-            loss = super().forward(*views)
-            calls.append((self.method, float(loss.detach())))
-            return loss
+    def recorded(self, encoder, batch):
+        loss = forward(self, encoder, batch)
+        calls.append((self.name, float(loss.detach())))
+        return loss
 
-    monkeypatch.setattr(node_train, "NodeObjective", RecordedObjective)
+    monkeypatch.setattr(REGISTRY[method], "forward", recorded)
     config = default_config("digits-knn").with_overrides(epochs=2)
     untrained = train_node_model(digits, method, config.with_overrides(epochs=0), progress=False)
     result = train_node_model(digits, method, config, progress=False)
@@ -232,8 +231,7 @@ def dense_neighbour_infonce(z1, z2, graph, tau, lam, keep):
 
 
 def test_neighbors_objective_equals_weighted_positive_infonce():
-    from cl2gnn.node import NodeObjective
-
+    from .conftest import node_method
     from .reference import f64
 
     gen = torch.Generator().manual_seed(1)
@@ -243,18 +241,18 @@ def test_neighbors_objective_equals_weighted_positive_infonce():
         torch.randn(n, d, generator=gen, dtype=f64),
         torch.randn(n, d, generator=gen, dtype=f64),
     )
-    loss = NodeObjective("neighbors", n, d, tau, graph, neighbor_weight=lam)(z1, z2, z1, z2)
+    method = node_method("neighbors", n, d, tau, graph, neighbor_weight=lam)
+    loss = method.objective(z1, z2, z1, z2)
     expected = dense_neighbour_infonce(z1, z2, graph, tau, lam, keep=lambda i, j: i != j)
     assert torch.allclose(loss, expected, atol=1e-12)
     with pytest.raises(ValueError, match="input graph"):
-        NodeObjective("neighbors", n, d, tau)
+        node_method("neighbors", n, d, tau)
 
 
 def test_homophily_objective_keeps_only_same_cluster_neighbours():
     # two clear groups of encoder outputs and one edge between them: with 2 clusters the
     # loss is the neighbours' InfoNCE without that edge
-    from cl2gnn.node import NodeObjective
-
+    from .conftest import node_method
     from .reference import f64
 
     gen = torch.Generator().manual_seed(2)
@@ -263,17 +261,17 @@ def test_homophily_objective_keeps_only_same_cluster_neighbours():
     group = torch.tensor([0, 0, 0, 1, 1, 1, 1])
     h = torch.nn.functional.one_hot(group, d).to(f64) + 0.05 * torch.randn(n, d, generator=gen)
     z1, z2 = (torch.randn(n, d, generator=gen, dtype=f64) for _ in range(2))
-    objective = NodeObjective("homophily", n, d, tau, graph, neighbor_weight=lam, clusters=2)
-    loss = objective(z1, z2, h, h)
+    method = node_method("homophily", n, d, tau, graph, neighbor_weight=lam, clusters=2)
+    loss = method.objective(z1, z2, h, h)
     expected = dense_neighbour_infonce(z1, z2, graph, tau, lam, lambda i, j: group[i] == group[j])
     assert torch.allclose(loss, expected, atol=1e-12)
-    neighbours = NodeObjective("neighbors", n, d, tau, graph, neighbor_weight=lam)
-    assert not torch.allclose(loss, neighbours(z1, z2, h, h))  # the cut edge mattered
+    neighbours = node_method("neighbors", n, d, tau, graph, neighbor_weight=lam)
+    assert not torch.allclose(loss, neighbours.objective(z1, z2, h, h))  # the cut edge mattered
     for bad in (0, 8, 2.0, True):
         with pytest.raises(ValueError, match="clusters"):
-            NodeObjective("homophily", n, d, tau, graph, clusters=bad)
+            node_method("homophily", n, d, tau, graph, clusters=bad)
     with pytest.raises(ValueError, match="input graph"):
-        NodeObjective("homophily", n, d, tau, clusters=2)
+        node_method("homophily", n, d, tau, clusters=2)
 
 
 def test_callable_objective_matches_the_named_method(digits):
@@ -283,7 +281,7 @@ def test_callable_objective_matches_the_named_method(digits):
     named = train_node_model(digits, "grace", config, seed=2, progress=False)
 
     def grace(z1, z2, h1, h2):
-        return info_nce(z1, z2, temperature=config.tau)
+        return info_nce(z1, z2, temperature=config.temperature)
 
     plugged = train_node_model(digits, grace, config, seed=2, progress=False)
     assert plugged.losses == named.losses
@@ -312,7 +310,7 @@ def test_module_objective_parameters_are_trained(digits):
             self.lin = torch.nn.Linear(config.hidden, config.hidden)
 
         def forward(self, z1, z2, h1, h2):
-            return info_nce(self.lin(z1), self.lin(z2), temperature=config.tau)
+            return info_nce(self.lin(z1), self.lin(z2), temperature=config.temperature)
 
     objective = ExtraHead()
     before = objective.lin.weight.detach().clone()
@@ -329,19 +327,19 @@ def test_probe_scaling_and_c_grid():
     feats = torch.stack([100 * torch.randn(400, generator=gen), 5.0 + y], dim=1)
     feats[:, 1] += 0.05 * torch.randn(400, generator=gen)
     split = (torch.arange(0, 200), torch.arange(200, 300), torch.arange(300, 400))
-    assert probe_accuracy(feats, y, split, scaling="standard") > 95.0
-    assert probe_accuracy(feats, y, split, scaling="l2") < 80.0
+    assert probe_score(feats, y, split, scaling="standard") > 95.0
+    assert probe_score(feats, y, split, scaling="l2") < 80.0
     # 3:1 labels: a C so small that only the intercept is learnt predicts the majority
     y3 = (torch.arange(400) % 4 == 0).long()
     feats[:, 1] = 5.0 + y3 + 0.05 * torch.randn(400, generator=gen)
-    assert probe_accuracy(feats, y3, split, scaling="standard") > 95.0
-    assert probe_accuracy(feats, y3, split, scaling="standard", c_grid=[1e-6]) == 75.0
+    assert probe_score(feats, y3, split, scaling="standard") > 95.0
+    assert probe_score(feats, y3, split, scaling="standard", c_grid=[1e-6]) == 75.0
     tiny = probe_scores(feats, y3, split, scaling="standard", c_grid=[1e-6])
     assert tiny == {"validation": 75.0, "test": 75.0}  # majority rate on nodes 200-299 too
     cv = probe_scores(feats, y3, (split[0], None, split[2]), scaling="standard", c_grid=[1e-6])
     assert cv["validation"] == 75.0  # cross-validated on the training nodes
     with pytest.raises(ValueError, match="scaling"):
-        probe_accuracy(feats, y, split, scaling="minmax")
+        probe_score(feats, y, split, scaling="minmax")
 
 
 def test_adam_probe_reads_the_test_nodes_at_the_best_validation_epoch():

@@ -20,9 +20,9 @@ from cl2gnn.node import (
     load_node_dataset,
     make_split,
     probe_scores,
+    train_node_model,
 )
 from cl2gnn.node.evaluate import C_GRID, default_protocol, metric_for
-from cl2gnn.node.train import train_node_model
 
 DATA = os.environ.get("CL2GNN_DATA")
 SHIPPED = Path(DATA or "/nonexistent") / "heterophilous"

@@ -12,9 +12,10 @@ L2-normalised rows and ``Ā = D^-½ A D^-½``, ``D`` the anchors' summed weights
 import pytest
 import torch
 
-from cl2gnn.node import METHODS, NodeObjective
+from cl2gnn.node import METHODS, REGISTRY
 
 from . import reference as ref
+from .conftest import node_method
 
 N, TAU, KNN_K, NEIGHBOR_WEIGHT = 6, 0.5, 2, 0.75  # 0.75: exact in the float32 buffer
 # h: two tight clusters of three nodes (the homophily method's k-means recovers them)
@@ -101,17 +102,13 @@ REFERENCES = {
 }
 
 
-def objective(method, device="cpu"):
-    return NodeObjective(
-        method,
-        N,
-        4,
-        TAU,
-        graph=GRAPH.to(device),
-        neighbor_weight=NEIGHBOR_WEIGHT,
-        knn_k=KNN_K,
-        clusters=2,
-    )
+def node_objective(method, device="cpu"):
+    """The registered method's loss on given projections and encoder outputs."""
+    module = node_method(
+        method, N, 4, TAU, GRAPH.to(device), neighbor_weight=NEIGHBOR_WEIGHT, clusters=2
+    ).to(device)
+    module.k = KNN_K  # the knn method's neighbours per node
+    return module
 
 
 def value_and_grad(fn, z1, z2, h1, h2):
@@ -129,10 +126,16 @@ def test_every_method_has_a_reference():
     assert set(REFERENCES) | {"multistage"} == set(METHODS)
 
 
+def test_the_commands_names_are_the_registrys():
+    """``cl2gnn --help`` lists torch-free names; they must be the registered classes'."""
+    assert METHODS == tuple(REGISTRY)
+    assert all(REGISTRY[name].name == name for name in METHODS)
+
+
 @pytest.mark.parametrize("method", sorted(REFERENCES))
 def test_objective_equals_reference(method):
     z1, z2, h1, h2 = views()
-    got = value_and_grad(objective(method), z1, z2, h1, h2)
+    got = value_and_grad(node_objective(method).objective, z1, z2, h1, h2)
     assert_close(got, value_and_grad(REFERENCES[method], z1, z2, h1, h2))
 
 
@@ -143,7 +146,8 @@ def test_objective_on_cuda_equals_reference(method):
     makes on every step on the inputs' device)."""
     z1, z2, h1, h2 = views()
     on_gpu = [t.cuda() for t in (z1, z2, h1, h2)]
-    got = [t.cpu() for t in value_and_grad(objective(method, "cuda"), *on_gpu)]
+    objective = node_objective(method, "cuda").objective
+    got = [t.cpu() for t in value_and_grad(objective, *on_gpu)]
     expected = value_and_grad(REFERENCES[method], z1, z2, h1, h2)
     for a, b in zip(got, expected, strict=True):  # float64 sums in another order
         assert torch.allclose(a, b, rtol=1e-9, atol=1e-12), (a, b)
@@ -162,8 +166,8 @@ def test_multistage_objective_equals_reference():
     ``-½ mean_i [x1_i·sg(z̄2_i) + x2_i·sg(z̄1_i)]``, ``z̄`` the mean of the other view and
     the node's stored mean view from each of the last ``stages - 1`` steps (each step is a
     stage; the bank stores in its dtype)."""
-    loss = objective("multistage")
-    memory = loss.multistage.memory
+    method = node_objective("multistage")
+    memory = method.multistage.memory
     assert memory.mode == "mean"
     gen = torch.Generator().manual_seed(3)
     stored = []  # the mean normalised view of every step so far
@@ -179,7 +183,7 @@ def test_multistage_objective_equals_reference():
             return grace(z1, z2, h1, h2) + pull / TAU
 
         expected = value_and_grad(reference, z1, z2, None, None)
-        assert_close(value_and_grad(loss, z1, z2, None, None), expected)
+        assert_close(value_and_grad(method.objective, z1, z2, None, None), expected)
         mean_view = 0.5 * (unit(z1) + unit(z2))
         stored.append(mean_view.to(memory.bank.dtype).to(torch.float64))
     assert memory.active  # the last steps used the memory

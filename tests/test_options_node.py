@@ -12,12 +12,15 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from cl2gnn.apps.cli import main
-from cl2gnn.node import NodeObjective, default_config, train_node_model
-from cl2gnn.node import methods as node_methods
-from cl2gnn.node import train as node_train
+from cl2gnn.node import default_config, train_node_model
+from cl2gnn.node import fit as node_fit
+from cl2gnn.node import fullbatch as node_fullbatch
+from cl2gnn.node import trainer as node_trainer
 from cl2gnn.node.features import prepare_features
+from cl2gnn.node.methods import contrastive as node_methods
 
 from . import reference as ref
+from .conftest import node_method
 
 CONFIG = default_config("digits-knn").with_overrides(epochs=2)
 
@@ -35,8 +38,8 @@ def spy_views(monkeypatch):
         views.append(x.to_dense() if hasattr(x, "to_dense") else x)
         return x, edge_index
 
-    real = node_train.augment
-    monkeypatch.setattr(node_train, "augment", augment)
+    real = node_fullbatch.augment
+    monkeypatch.setattr(node_fullbatch, "augment", augment)
     return views
 
 
@@ -59,7 +62,7 @@ def test_mask_nodes_zeroes_that_fraction_of_each_views_rows(digits, monkeypatch)
 def test_swa_start_embeds_with_the_mean_of_the_weights_from_that_epoch_on(digits, monkeypatch):
     encoders, weights = [], []  # the trained encoder; its weights after every step
 
-    class RecordedEncoder(node_train.GraphEncoder):
+    class RecordedEncoder(node_trainer.GraphEncoder):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             encoders.append(self)
@@ -67,7 +70,7 @@ def test_swa_start_embeds_with_the_mean_of_the_weights_from_that_epoch_on(digits
     def record(optimizer, args, kwargs):
         weights.append({k: v.detach().clone() for k, v in encoders[0].state_dict().items()})
 
-    monkeypatch.setattr(node_train, "GraphEncoder", RecordedEncoder)
+    monkeypatch.setattr(node_trainer, "GraphEncoder", RecordedEncoder)
     hook = register_optimizer_step_post_hook(record)
     try:
         # large steps, so that the mean weights embed visibly apart from the last ones
@@ -117,7 +120,9 @@ def neighbour_infonce(z1, z2, weight):
 @pytest.mark.parametrize("weight", [0.25, 1.0, 4.0])
 def test_neighbor_weight_weights_the_neighbour_positives(weight):
     z1, z2, h = small_views()
-    loss = NodeObjective("neighbors", N, 4, TAU, GRAPH, neighbor_weight=weight)(z1, z2, h, h)
+    loss = node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=weight).objective(
+        z1, z2, h, h
+    )
     assert torch.allclose(loss, neighbour_infonce(z1, z2, weight), rtol=1e-12)
     assert not torch.allclose(loss, neighbour_infonce(z1, z2, 0.0))  # i.e. GRACE's loss
 
@@ -125,16 +130,14 @@ def test_neighbor_weight_weights_the_neighbour_positives(weight):
 def test_neighbor_weight_tends_to_grace():
     # weight 0 (neutral) is refused; towards it the loss meets GRACE's, linearly
     z1, z2, h = small_views()
-    grace = NodeObjective("grace", N, 4, TAU)(z1, z2, h, h)
-    gaps = [
-        float(
-            (
-                NodeObjective("neighbors", N, 4, TAU, GRAPH, neighbor_weight=w)(z1, z2, h, h)
-                - grace
-            ).abs()
+    grace = node_method("grace", N, 4, TAU).objective(z1, z2, h, h)
+
+    def neighbors(weight):
+        return node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=weight).objective(
+            z1, z2, h, h
         )
-        for w in (1e-3, 1e-6)
-    ]
+
+    gaps = [float((neighbors(w) - grace).abs()) for w in (1e-3, 1e-6)]
     assert gaps[1] < 1e-5 and 0.5e3 < gaps[0] / gaps[1] < 2e3
 
 
@@ -142,12 +145,13 @@ def test_clusters_select_the_neighbour_positives():
     z1, z2, h = small_views()
 
     def homophily(clusters):
-        return NodeObjective("homophily", N, 4, TAU, GRAPH, neighbor_weight=1.0, clusters=clusters)(
-            z1, z2, h, h
-        )
+        method = node_method("homophily", N, 4, TAU, GRAPH, neighbor_weight=1.0, clusters=clusters)
+        return method.objective(z1, z2, h, h)
 
-    neighbors = NodeObjective("neighbors", N, 4, TAU, GRAPH, neighbor_weight=1.0)(z1, z2, h, h)
-    grace = NodeObjective("grace", N, 4, TAU)(z1, z2, h, h)
+    neighbors = node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=1.0).objective(
+        z1, z2, h, h
+    )
+    grace = node_method("grace", N, 4, TAU).objective(z1, z2, h, h)
     assert torch.allclose(homophily(1), neighbors, rtol=1e-12)  # one cluster keeps every edge
     assert torch.allclose(homophily(N), grace, rtol=1e-12)  # a cluster per node keeps none
     within = [(s, t) for s, t in GRAPH.T.tolist() if (s < 3) == (t < 3)]
@@ -163,25 +167,24 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
     views = spy_views(monkeypatch)
     objectives, clusterings, averaging = [], [], []
 
-    class RecordedObjective(NodeObjective):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            objectives.append(self)
+    def make_method(*args, **kwargs):
+        objectives.append(real_make_method(*args, **kwargs))
+        return objectives[-1]
 
     def cluster_labels(x, clusters):
         labels = real_labels(x, clusters)
         clusterings.append((clusters, len(labels.unique())))
         return labels
 
-    class RecordedAverage(node_train.AveragedModel):
+    class RecordedAverage(node_fit.AveragedModel):
         def update_parameters(self, model):
             averaging.append(model)
             super().update_parameters(model)
 
-    real_labels = node_methods.cluster_labels
-    monkeypatch.setattr(node_train, "NodeObjective", RecordedObjective)
+    real_labels, real_make_method = node_methods.cluster_labels, node_trainer.make_method
+    monkeypatch.setattr(node_trainer, "make_method", make_method)
     monkeypatch.setattr(node_methods, "cluster_labels", cluster_labels)
-    monkeypatch.setattr(node_train, "AveragedModel", RecordedAverage)
+    monkeypatch.setattr(node_fit, "AveragedModel", RecordedAverage)
     args = ["node", "--method", "homophily", "--seeds", "1", "--epochs", "3", "--no-progress"]
     args += ["--mask-nodes", "0.5", "0.2", "--swa-start", "2", "--neighbor-weight", "0.5"]
     args += ["--clusters", "3", "--json", str(tmp_path / "r.json")]
@@ -198,9 +201,11 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
 
     def value(objective):
         torch.manual_seed(0)  # the same k-means seed
-        return objective(z1, z2, h, h)
+        return objective.objective(z1, z2, h, h)
 
     graph = digits.edge_index
-    same = NodeObjective("homophily", n, dim, CONFIG.tau, graph, neighbor_weight=0.5, clusters=3)
-    default = NodeObjective("homophily", n, dim, CONFIG.tau, graph, clusters=3)
+    same = node_method(
+        "homophily", n, dim, CONFIG.temperature, graph, neighbor_weight=0.5, clusters=3
+    )
+    default = node_method("homophily", n, dim, CONFIG.temperature, graph, clusters=3)
     assert torch.equal(value(trained), value(same)) and value(trained) != value(default)

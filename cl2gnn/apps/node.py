@@ -19,14 +19,14 @@ from cl2gnn.node.evaluate import (
     make_split,
     metric_for,
     num_splits,
-    probe_accuracy,
+    probe_score,
 )
-from cl2gnn.node.names import SAMPLED_KEYS_METHODS
-from cl2gnn.node.train import train_node_model
+from cl2gnn.node.fit import train_node_model
+from cl2gnn.node.methods import method_class
 
-# the baselines a method must beat (DESIGN §5): the probe on the raw features (the same
-# L2-normalised probe as the embeddings, and the standardised one of §5), and the encoder
-# with the method's configuration and read-out at its random initialisation
+# the trivial baselines a method must beat: the probe on the raw features (L2-normalised, as
+# the embeddings are, and standardised), and the encoder with the method's configuration and
+# read-out at its random initialisation
 BASELINES = ("raw features", "raw features, standardised", "untrained encoder")
 
 
@@ -91,7 +91,7 @@ def run_node(
     changes = {"epochs": epochs, "encoder": encoder, "embedding": embedding, "hidden": hidden}
     changes = {"proj_hidden": hidden, **changes, **overrides}
     config = default_config(data.name)
-    if method not in SAMPLED_KEYS_METHODS:  # a default's sampled keys serve InfoNCE methods only
+    if not method_class(method).takes_keys:  # a default's sampled keys serve those that take them
         config = replace(config, num_keys=None)
     config = config.with_overrides(**changes)
     metric = metric_for(data.y)
@@ -116,13 +116,11 @@ def run_node(
             split = make_split(protocol, data, seed)
             probe = {"seed": seed, "metric": metric}
             for row, features in embeddings.items():
-                scores[protocol, row].append(probe_accuracy(features, data.y, split, **probe))
+                scores[protocol, row].append(probe_score(features, data.y, split, **probe))
             if baselines:
-                scores[protocol, "raw features"].append(
-                    probe_accuracy(data.x, data.y, split, **probe)
-                )
+                scores[protocol, "raw features"].append(probe_score(data.x, data.y, split, **probe))
                 scores[protocol, "raw features, standardised"].append(
-                    probe_accuracy(data.x, data.y, split, scaling="standard", **probe)
+                    probe_score(data.x, data.y, split, scaling="standard", **probe)
                 )
     if rank != 0:
         return []

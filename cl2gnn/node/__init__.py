@@ -1,11 +1,33 @@
-"""Node-level graph contrastive learning: encoders, methods, trainers and evaluation.
+"""Node-level graph self-supervised learning: encoders, methods, trainers and evaluation.
+
+* :mod:`.methods`: every method a class in one registry (:data:`~.methods.REGISTRY`);
+* :mod:`.fullbatch`, :mod:`.minibatch`: the two trainers, one interface (an epoch, embed);
+* :mod:`.fit`: the one training loop (:func:`fit`, :func:`train_node_model`);
+* :mod:`.models`, :mod:`.features`, :mod:`.views`: encoders, sparse features, augmentations;
+* :mod:`.evaluate`: the frozen-embedding probes and the protocols' splits;
+* :mod:`.config`: :class:`NodeConfig` and the published configurations.
 
 The names load on first use (PEP 562), so that :mod:`cl2gnn.node.names` (the command's
 choice lists) imports without torch."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ..datasets.nodes import load_node_dataset
+    from .config import DEFAULTS, NodeConfig, default_config
+    from .evaluate import adam_probe_scores, make_split, probe_accuracy, probe_score, probe_scores
+    from .features import SparseFeatures, prepare_features
+    from .fit import TrainResult, fit, train_node_model
+    from .fullbatch import FullBatchTrainer
+    from .methods import REGISTRY, NodeMethod, ViewBatch, make_method
+    from .minibatch import MinibatchTrainer
+    from .models import GraphEncoder, ProjectionHead
+    from .names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
+    from .views import augment
 
 _EXPORTS = {
     "EMBEDDINGS": ".names",
@@ -17,17 +39,52 @@ _EXPORTS = {
     "default_config": ".config",
     "adam_probe_scores": ".evaluate",
     "make_split": ".evaluate",
-    "load_node_dataset": "..datasets.nodes",
     "probe_accuracy": ".evaluate",
+    "probe_score": ".evaluate",
     "probe_scores": ".evaluate",
     "SparseFeatures": ".features",
     "prepare_features": ".features",
-    "NodeObjective": ".methods",
+    "TrainResult": ".fit",
+    "fit": ".fit",
+    "train_node_model": ".fit",
+    "FullBatchTrainer": ".fullbatch",
+    "MinibatchTrainer": ".minibatch",
+    "REGISTRY": ".methods",
+    "NodeMethod": ".methods",
+    "ViewBatch": ".methods",
+    "make_method": ".methods",
     "GraphEncoder": ".models",
     "ProjectionHead": ".models",
-    "TrainResult": ".train",
-    "augment": ".train",
-    "train_node_model": ".train",
+    "augment": ".views",
+    "load_node_dataset": "..datasets.nodes",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "DEFAULTS",
+    "EMBEDDINGS",
+    "ENCODERS",
+    "METHODS",
+    "PROTOCOLS",
+    "REGISTRY",
+    "FullBatchTrainer",
+    "GraphEncoder",
+    "MinibatchTrainer",
+    "NodeConfig",
+    "NodeMethod",
+    "ProjectionHead",
+    "SparseFeatures",
+    "TrainResult",
+    "ViewBatch",
+    "adam_probe_scores",
+    "augment",
+    "default_config",
+    "fit",
+    "load_node_dataset",
+    "make_method",
+    "make_split",
+    "prepare_features",
+    "probe_accuracy",
+    "probe_score",
+    "probe_scores",
+    "train_node_model",
+]
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -1,5 +1,7 @@
-"""Per-dataset training defaults: GRACE's published configurations for Planetoid, GCA's for
-Amazon / Coauthor / WikiCS (``weight_decay`` 1e-5 throughout, as both use)."""
+"""Training configurations: :class:`NodeConfig`, the published configurations of the graphs
+that have one (:data:`DEFAULTS`), and the default for every other graph
+(:data:`UNPUBLISHED`). Why each default is what it is, with the measurements, is on the
+results page (``benchmarks/RESULTS.md``)."""
 
 from __future__ import annotations
 
@@ -8,37 +10,48 @@ from dataclasses import asdict, dataclass, replace
 
 @dataclass(frozen=True)
 class NodeConfig:
+    """One training run's settings; :meth:`with_overrides` changes some of them.
+
+    Model and optimisation: ``learning_rate``, ``weight_decay``, ``epochs``, the encoder
+    (``encoder``: ``"gcn"``, ``"sage"`` or ``"gat"``; output width ``hidden``, its first
+    layer ``2 · hidden``; ``activation``), the projection head's width ``proj_hidden`` and
+    what the probe reads (``embedding``: ``"last"``, ``"concat"`` or ``"layers"``).
+
+    Views: per view ``(view 1, view 2)``, the probability of dropping an edge
+    (``drop_edge``), of masking a feature column (``drop_feature``) and of zeroing a node's
+    whole feature row (``mask_nodes``, GraphMAE's masking, contrasted);
+    ``normalize_features`` row-normalises the input (PyG's ``NormalizeFeatures``, as the
+    GRACE and GCA code do).
+
+    Methods: ``temperature`` of the contrastive losses, ``neighbor_weight`` of graph
+    neighbours as positives (``neighbors``, ``homophily``), ``clusters`` of the
+    ``homophily`` method's k-means, ``num_keys``: the uniformity term over that many views
+    drawn per step instead of all ``2N`` (``None``: exact; full-batch only, a mini-batch's
+    negatives are its seeds). ``swa_start``: embed with the running mean of the encoder's
+    weights from that epoch on.
+
+    Mini-batches (``batch_size`` set; ``None``: full-batch): seed nodes per step over all
+    processes, in-neighbours sampled per node and hop (``num_neighbors``, ``-1``: all), and
+    how a process group shares its negatives (``distributed``: ``"gather"`` or ``"ring"``).
+    """
+
     learning_rate: float = 5e-4
     hidden: int = 128
     proj_hidden: int = 128
     activation: str = "relu"
     drop_edge: tuple[float, float] = (0.2, 0.4)
     drop_feature: tuple[float, float] = (0.3, 0.4)
-    tau: float = 0.4
+    temperature: float = 0.4
     epochs: int = 200
     weight_decay: float = 1e-5
     encoder: str = "gcn"
     embedding: str = "last"
-    neighbor_weight: float = 1.0  # weight of graph-neighbour positives ("neighbors" method)
-    clusters: int = 10  # k-means centroids of the "homophily" method (HomoGCL's Cora value)
-    # GRACE's and GCA's code row-normalise the features (PyG's NormalizeFeatures). Raw
-    # features stay the default because the graphs on disk say so, not Cora alone: by
-    # validation score, Cora with GRACE's configuration (10 seeds, 5-fold CV 83.8 vs 82.4;
-    # test 83.4 vs 82.7; results/node_features_cora.json) and the heterophilous graphs with
-    # their default (higher on 6 of 7, level on minesweeper; results/node_selection.json).
-    # Against it: a held-out citation graph, where raw features were 1.1 points below
-    # GRACE's code and row-normalised ones level with it (--normalize-features)
+    neighbor_weight: float = 1.0
+    clusters: int = 10  # HomoGCL's Cora value
     normalize_features: bool = False
-    # InfoNCE's uniformity term over this many views drawn per step (None: all 2N, exact;
-    # full-batch only: a mini-batch's negatives are its seeds)
     num_keys: int | None = None
-    # embed with the running mean of the encoder's weights from this epoch on (SWA)
     swa_start: int | None = None
-    # fraction of the nodes whose whole feature row each view zeroes (GraphMAE's masking)
     mask_nodes: tuple[float, float] = (0.0, 0.0)
-    # mini-batch training (None: full-batch): seed nodes per step over all processes, the
-    # in-neighbours sampled per node at each hop (-1: all), and how a process group shares
-    # its negatives (cl2gnn.distributed: "gather" or "ring")
     batch_size: int | None = None
     num_neighbors: tuple[int, ...] = (10, 10)
     distributed: str = "gather"
@@ -48,32 +61,105 @@ class NodeConfig:
         return self.drop_edge[view], self.drop_feature[view], self.mask_nodes[view]
 
     def with_overrides(self, **changes) -> NodeConfig:
+        """A copy with the given fields changed; ``None`` keeps a field as it is."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
     def as_dict(self) -> dict:
         return asdict(self)
 
 
+# GRACE's published configurations for Planetoid, GCA's for Amazon, Coauthor and WikiCS
+# (weight decay 1e-5 throughout, as both use); features raw, not row-normalised as their
+# code does: the graphs on disk scored higher on their validation nodes with raw features
 DEFAULTS = {
     "Cora": NodeConfig(),
-    "CiteSeer": NodeConfig(1e-3, 256, 256, "prelu", (0.2, 0.0), (0.3, 0.2), 0.9, 200),
-    "PubMed": NodeConfig(1e-3, 256, 256, "relu", (0.4, 0.1), (0.0, 0.2), 0.7, 1500),
-    "Computers": NodeConfig(1e-2, 128, 128, "rrelu", (0.6, 0.3), (0.2, 0.3), 0.2, 2000),
-    "Photo": NodeConfig(1e-1, 256, 64, "relu", (0.3, 0.5), (0.1, 0.1), 0.3, 2000),
-    "CS": NodeConfig(5e-4, 256, 256, "rrelu", (0.3, 0.2), (0.3, 0.4), 0.4, 1000),
-    "Physics": NodeConfig(1e-2, 128, 64, "rrelu", (0.4, 0.1), (0.1, 0.4), 0.5, 1500),
-    "WikiCS": NodeConfig(1e-2, 256, 256, "prelu", (0.2, 0.3), (0.1, 0.1), 0.4, 3000),
-    # embedded default (a 1,797-node kNN graph): narrower and shorter, 10 seeds in ~1.5 min
-    "digits-knn": NodeConfig(1e-3, 64, 64, "relu", (0.2, 0.4), (0.2, 0.3), 0.5, 60),
+    "CiteSeer": NodeConfig(
+        learning_rate=1e-3,
+        hidden=256,
+        proj_hidden=256,
+        activation="prelu",
+        drop_edge=(0.2, 0.0),
+        drop_feature=(0.3, 0.2),
+        temperature=0.9,
+        epochs=200,
+    ),
+    "PubMed": NodeConfig(
+        learning_rate=1e-3,
+        hidden=256,
+        proj_hidden=256,
+        activation="relu",
+        drop_edge=(0.4, 0.1),
+        drop_feature=(0.0, 0.2),
+        temperature=0.7,
+        epochs=1500,
+    ),
+    "Computers": NodeConfig(
+        learning_rate=1e-2,
+        hidden=128,
+        proj_hidden=128,
+        activation="rrelu",
+        drop_edge=(0.6, 0.3),
+        drop_feature=(0.2, 0.3),
+        temperature=0.2,
+        epochs=2000,
+    ),
+    "Photo": NodeConfig(
+        learning_rate=1e-1,
+        hidden=256,
+        proj_hidden=64,
+        activation="relu",
+        drop_edge=(0.3, 0.5),
+        drop_feature=(0.1, 0.1),
+        temperature=0.3,
+        epochs=2000,
+    ),
+    "CS": NodeConfig(
+        learning_rate=5e-4,
+        hidden=256,
+        proj_hidden=256,
+        activation="rrelu",
+        drop_edge=(0.3, 0.2),
+        drop_feature=(0.3, 0.4),
+        temperature=0.4,
+        epochs=1000,
+    ),
+    "Physics": NodeConfig(
+        learning_rate=1e-2,
+        hidden=128,
+        proj_hidden=64,
+        activation="rrelu",
+        drop_edge=(0.4, 0.1),
+        drop_feature=(0.1, 0.4),
+        temperature=0.5,
+        epochs=1500,
+    ),
+    "WikiCS": NodeConfig(
+        learning_rate=1e-2,
+        hidden=256,
+        proj_hidden=256,
+        activation="prelu",
+        drop_edge=(0.2, 0.3),
+        drop_feature=(0.1, 0.1),
+        temperature=0.4,
+        epochs=3000,
+    ),
+    # the embedded default (a 1,797-node kNN graph): narrower and shorter
+    "digits-knn": NodeConfig(
+        learning_rate=1e-3,
+        hidden=64,
+        proj_hidden=64,
+        activation="relu",
+        drop_edge=(0.2, 0.4),
+        drop_feature=(0.2, 0.3),
+        temperature=0.5,
+        epochs=60,
+    ),
 }
 
-
 # graphs without a published configuration (the heterophilous graphs, any PATH.npz): GRACE's
-# Cora configuration with the GraphSAGE encoder (ego/neighbour weights apart), every layer
-# read out (the input included), raw features and 256 sampled uniformity keys. Chosen on all
-# seven on-disk heterophilous graphs together, by mean validation rank over the graphs: 2.0,
-# the best of 10 candidates (GRACE's own configuration 7.14, the raw-feature probe 5.57, the
-# same with row-normalised features 3.57; benchmarks/node_select.py, results/node_selection.json)
+# Cora configuration with the GraphSAGE encoder (ego and neighbour weights apart), every
+# layer read out (the input included), raw features and 256 sampled uniformity keys; chosen
+# on every on-disk graph without one together, by validation scores (benchmarks/node_select.py)
 UNPUBLISHED = NodeConfig(encoder="sage", embedding="layers", normalize_features=False, num_keys=256)
 
 

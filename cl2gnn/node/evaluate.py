@@ -134,9 +134,16 @@ def probe_scores(
     }
 
 
-def probe_accuracy(embeddings: Tensor, y: Tensor, split, seed: int = 0, **probe) -> float:
-    """Test score in percent of :func:`probe_scores` (same options; accuracy by default)."""
+def probe_score(embeddings: Tensor, y: Tensor, split, seed: int = 0, **probe) -> float:
+    """Test score in percent of :func:`probe_scores` (same options): the accuracy, or the
+    ROC-AUC with ``metric="roc_auc"``."""
     return probe_scores(embeddings, y, split, seed, **probe)["test"]
+
+
+def probe_accuracy(embeddings: Tensor, y: Tensor, split, seed: int = 0, **probe) -> float:
+    """Deprecated name of :func:`probe_score` (the score is not always an accuracy)."""
+    warnings.warn("probe_accuracy is deprecated; use probe_score", DeprecationWarning, stacklevel=2)
+    return probe_score(embeddings, y, split, seed, **probe)
 
 
 def adam_probe_scores(

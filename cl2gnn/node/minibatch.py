@@ -14,27 +14,24 @@ process's step on the union of the seeds.
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable, Iterator
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
-from torch.optim.swa_utils import AveragedModel
 from torch_geometric.data import Data
 from torch_geometric.sampler import BaseSampler, NodeSamplerInput
-from tqdm.auto import tqdm
 
 from .._validation import check_integer
 from ..distributed import gather_rows, rank_and_world, shard_of
 from ..graphs import neighbor_loader
 from .config import NodeConfig
 from .features import is_sparse, prepare_features
-from .methods import NodeObjective
-from .models import GraphEncoder, ProjectionHead, read_out
-from .names import BATCH_METHODS, DISTRIBUTED_METHODS
+from .methods import ViewBatch
+from .models import GraphEncoder, read_out
+from .trainer import Trainer
+from .views import augment
 
 
 class SeedBatches(torch.utils.data.Sampler):
@@ -108,22 +105,6 @@ def check_num_neighbors(num_neighbors: tuple[int, ...] | list[int], layers: int 
             raise ValueError(f"num_neighbors[{hop}] must be >= 1 or -1 (all), got 0")
 
 
-class TwoViews(torch.nn.Module):
-    """Encoder and head on the two views of a sampled subgraph, one call (so that DDP
-    sees a single forward per step); returns ``z1, z2, h1, h2`` of the seed rows."""
-
-    def __init__(self, encoder: GraphEncoder, head: ProjectionHead) -> None:
-        super().__init__()
-        self.encoder, self.head = encoder, head
-
-    def forward(self, views: list[tuple[Tensor, Tensor]], seeds: int) -> tuple[Tensor, ...]:
-        h = []
-        for x, edge_index in views:
-            graph = self.encoder.propagation_graph(edge_index, x.size(0))
-            h.append(self.encoder(x, graph)[:seeds])
-        return self.head(h[0]), self.head(h[1]), h[0], h[1]
-
-
 def full_neighbourhood(sampler: BaseSampler) -> BaseSampler:
     """A copy of a neighbour sampler that takes every in-neighbour in one hop, sharing the
     graph's CSC tensors (no second copy of the graph)."""
@@ -175,14 +156,13 @@ def layerwise_embeddings(
     return read_out(x, outputs[0], outputs[1], readout)
 
 
-class MinibatchTrainer:
-    """The state of one mini-batch training run: the encoder and head (under DDP in a
-    process group), the objective, the optimiser, the neighbour loader over this rank's
-    :class:`SeedBatches` and the sampler for layer-wise inference.
+class MinibatchTrainer(Trainer):
+    """:class:`~cl2gnn.node.trainer.Trainer` on mini-batches: the neighbour loader over this
+    rank's :class:`SeedBatches`, the encoder and method under DDP in a process group, and
+    the sampler for layer-wise inference.
 
-    :meth:`epoch` trains one pass over the seeds (or its first ``max_steps`` steps);
-    :meth:`embed` gives the embeddings of every node. :func:`train_minibatch` drives it the
-    way :func:`~cl2gnn.node.train_node_model` drives full-batch training.
+    :meth:`step` trains on one sampled batch, :meth:`epoch` one pass over the seeds (or its
+    first ``max_steps`` steps); :meth:`embed` gives the embeddings of every node.
     """
 
     def __init__(
@@ -193,70 +173,37 @@ class MinibatchTrainer:
         seed: int = 0,
         device: str | torch.device = "cpu",
     ) -> None:
-        from .train import seed_everything
-
         rank, world = rank_and_world()
-        name = method if isinstance(method, str) else None
-        if name is not None and name not in BATCH_METHODS:
-            raise ValueError(
-                f"method {name!r} keeps a state per node or uses the whole graph's edges as "
-                f"positives: mini-batch training takes the methods {BATCH_METHODS}"
-            )
-        if world > 1 and name not in DISTRIBUTED_METHODS:
-            raise ValueError(
-                f"method {name or 'a callable'!r} has no negatives across processes: under "
-                f"torchrun use one of {DISTRIBUTED_METHODS}"
-            )
         check_num_neighbors(config.num_neighbors)
         n = data.num_nodes
         self.batches = SeedBatches(n, config.batch_size, rank=rank, world_size=world, seed=seed)
-        self.config, self.device, self.world = config, device, world
-        self.label = name or getattr(method, "__name__", type(method).__name__)
-        seed_everything(seed)  # the same initial weights on every rank
-        x = data.x.float()
-        if config.normalize_features:  # NormalizeFeatures' rule, without copying the edges
-            x = x / x.sum(1, keepdim=True).clamp(min=1)
-        self.x, self.sparse = x, is_sparse(x)
-        self.encoder = GraphEncoder(x.size(1), config.hidden, config.activation, config.encoder)
-        model = TwoViews(self.encoder, ProjectionHead(config.hidden, config.proj_hidden))
-        model = model.to(device)
-        if name is None:
-            self.objective = method
-        else:
-            self.objective = NodeObjective(
-                name,
-                n,
-                config.hidden,
-                config.tau,  # a batch's seeds are its negatives: no sampled keys
-                distributed=config.distributed if world > 1 else None,
-            ).to(device)
-        trainable = [model]
-        if isinstance(self.objective, torch.nn.Module):
-            trainable.append(self.objective)
-        params = [p for module in trainable for p in module.parameters()]
-        self.optimizer = torch.optim.Adam(
-            params, lr=config.learning_rate, weight_decay=config.weight_decay
-        )
-        self.model = DistributedDataParallel(model) if world > 1 else model
-        if world > 1:  # each rank its own neighbour samples and augmentations
-            torch.manual_seed(seed * 7919 + rank)
-        graph = Data(x=x, edge_index=data.edge_index, num_nodes=n)
+        # a batch's seeds are its negatives: no sampled keys; under torchrun they span ranks
+        distributed = config.distributed if world > 1 else None
+        super().__init__(data, method, config, seed, device, distributed)  # same initial weights
+        self.world = world
+        self.x = self.features.float()
+        self.sparse = is_sparse(self.x)
+        if world > 1:
+            self.model = DistributedDataParallel(self.model)
+            torch.manual_seed(seed * 7919 + rank)  # each rank its own samples and augmentations
+        graph = Data(x=self.x, edge_index=data.edge_index, num_nodes=n)
         self.loader = neighbor_loader(graph, config.num_neighbors, batch_sampler=self.batches)
         self.one_hop = full_neighbourhood(self.loader.node_sampler)
         self.degree = self.encoder.degree(data.edge_index, n)
+        self.total_steps = max(config.epochs * len(self.batches), 1)
 
     def step(self, batch: Data) -> Tensor:
         """One optimiser step on a sampled batch; returns the loss (this rank's value)."""
-        from .train import augment
-
         config, device = self.config, self.device
         x = prepare_features(batch.x.to(device), self.sparse)
         edges = batch.edge_index.to(device)
         views = [augment(x, edges, *config.view_probabilities(v)) for v in (0, 1)]
-        loss = self.objective(*self.model(views, batch.batch_size))
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        graphs = [self.encoder.propagation_graph(e, v.size(0)) for v, e in views]
+        inputs = ViewBatch(
+            [(v, g) for (v, _), g in zip(views, graphs, strict=True)], edges, batch.batch_size
+        )
+        loss = self.model(inputs)
+        self.optimise(loss)
         return loss.detach()
 
     def epoch(self, max_steps: int | None = None) -> float:
@@ -291,41 +238,3 @@ class MinibatchTrainer:
         )
         encoder.train(was_training)
         return out
-
-
-def train_minibatch(
-    data: Data,
-    method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
-    config: NodeConfig,
-    seed: int,
-    device: str | torch.device,
-    progress: bool,
-    snapshot_every: int,
-):
-    """:func:`~cl2gnn.node.train_node_model` with ``config.batch_size`` set (see the module
-    docstring). Returns its :class:`~cl2gnn.node.train.TrainResult`; ``losses`` are each
-    epoch's mean global-batch loss."""
-    from .train import TrainResult
-
-    trainer = MinibatchTrainer(data, method, config, seed, device)
-    averaged = AveragedModel(trainer.encoder) if config.swa_start is not None else None
-
-    def embed() -> Tensor:
-        use_mean = averaged is not None and averaged.n_averaged
-        return trainer.embed(averaged.module if use_mean else None)
-
-    losses, seconds, snapshots = [], [], {}
-    bar = tqdm(range(config.epochs), desc=f"{trainer.label} seed {seed}", disable=not progress)
-    for epoch in bar:
-        start = time.perf_counter()
-        losses.append(trainer.epoch())
-        seconds.append(time.perf_counter() - start)
-        if averaged is not None and epoch + 1 >= config.swa_start:
-            averaged.update_parameters(trainer.encoder)
-        bar.set_postfix(loss=f"{losses[-1]:.4f}")
-        if snapshot_every and (epoch + 1) % snapshot_every == 0:
-            snapshots[epoch + 1] = embed()
-    warm = seconds[1:] if len(seconds) > 1 else seconds
-    epoch_ms = 1000.0 * float(np.mean(warm)) if warm else 0.0
-    final = snapshots[config.epochs] if config.epochs in snapshots else embed()
-    return TrainResult(final, losses, epoch_ms, snapshots)

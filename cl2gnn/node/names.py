@@ -1,5 +1,7 @@
 """The names the ``cl2gnn node`` command offers, importable without torch (so that
-``cl2gnn --help`` stays fast); the modules that implement them import them from here."""
+``cl2gnn --help`` stays fast); the modules that implement them import them from here.
+:data:`METHODS` lists the keys of :data:`cl2gnn.node.methods.REGISTRY`, in its order (a
+test keeps the two equal)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,6 @@ METHODS = (
     "neighbors",
     "homophily",
 )
-# the InfoNCE-based methods, which take num_keys
-SAMPLED_KEYS_METHODS = ("grace", "neighbors", "homophily", "multistage", "knn")
-# the methods without per-node state (a memory bank, the input graph's edges as positives):
-# they take a batch of any size, so they train in mini-batches
-BATCH_METHODS = ("grace", "attention", "kernel", "random_walk", "spectral", "knn")
-# the methods whose negatives span the ranks of a process group (cl2gnn.distributed)
-DISTRIBUTED_METHODS = ("grace", "attention", "kernel", "random_walk", "spectral")
-
 # grace: random 10/90, C by CV; gca: random 10/10/80; public: Planetoid's split;
 # splits: the dataset's own shipped splits (C on their validation nodes)
 PROTOCOLS = ("grace", "gca", "public", "splits")

@@ -1,0 +1,98 @@
+"""The node methods, one class each, in one registry.
+
+Adding a method is one :class:`NodeMethod` subclass in :data:`REGISTRY` (its name also in
+the torch-free :data:`cl2gnn.node.names.METHODS`, which the command lists) and one float64
+reference test of its loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from torch import Tensor
+
+from ..config import NodeConfig
+from ..names import METHODS
+from .base import NodeMethod, ViewBatch
+from .contrastive import (
+    Attention,
+    CallableObjective,
+    ContrastiveMethod,
+    Grace,
+    Homophily,
+    Kernel,
+    KNearest,
+    MultiStage,
+    Neighbors,
+    RandomWalk,
+    Spectral,
+)
+
+REGISTRY: dict[str, type[NodeMethod]] = {
+    cls.name: cls
+    for cls in (
+        Grace,
+        Attention,
+        MultiStage,
+        Kernel,
+        RandomWalk,
+        Spectral,
+        KNearest,
+        Neighbors,
+        Homophily,
+    )
+}
+
+
+def method_class(name: str) -> type[NodeMethod]:
+    """The registered class of method ``name``; ``ValueError`` naming the choices otherwise."""
+    if name not in REGISTRY:
+        raise ValueError(f"method must be one of {METHODS}, got {name!r}")
+    return REGISTRY[name]
+
+
+def make_method(
+    method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
+    config: NodeConfig,
+    *,
+    num_nodes: int,
+    graph: Tensor | None = None,
+    distributed: str | None = None,
+) -> NodeMethod:
+    """Method ``method`` (a registered name, or an objective ``(z1, z2, h1, h2) -> loss``
+    on GRACE's scheme) for a graph of ``num_nodes`` nodes, checked against ``config``:
+    sampled keys, mini-batches and a process group only for the methods that take them."""
+    if callable(method):
+        cls, extra = CallableObjective, {"objective": method}
+    else:
+        cls, extra = method_class(method), {}
+    label = cls.name if cls is not CallableObjective else "a callable objective"
+    if config.num_keys is not None and not cls.takes_keys:
+        takes = tuple(n for n, c in REGISTRY.items() if c.takes_keys)
+        raise ValueError(f"num_keys applies to the methods {takes}, not {label!r}")
+    if config.batch_size is not None and not cls.minibatch:
+        takes = tuple(n for n, c in REGISTRY.items() if c.minibatch)
+        raise ValueError(
+            f"method {label!r} keeps a state per node or uses the whole graph's edges as "
+            f"positives: mini-batch training takes the methods {takes}"
+        )
+    if distributed is not None:
+        if not cls.spans_ranks:
+            takes = tuple(n for n, c in REGISTRY.items() if c.spans_ranks)
+            raise ValueError(
+                f"method {label!r} has no negatives across processes: under torchrun use one "
+                f"of {takes}"
+            )
+        if config.num_keys is not None:
+            raise ValueError("distributed takes no num_keys: the negatives are every rank's")
+    return cls(config, num_nodes=num_nodes, graph=graph, distributed=distributed, **extra)
+
+
+__all__ = [
+    "REGISTRY",
+    "ContrastiveMethod",
+    "NodeMethod",
+    "ViewBatch",
+    "make_method",
+    "method_class",
+]

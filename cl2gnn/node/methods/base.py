@@ -1,0 +1,88 @@
+"""What a node method is: a module that takes the encoder and a batch of two augmented views
+and returns the loss, and states what it can do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from torch import Tensor
+
+from ..config import NodeConfig
+from ..features import SparseFeatures
+
+
+@dataclass
+class ViewBatch:
+    """Two augmented views of a graph, or of a sampled subgraph, for one training step.
+
+    Attributes:
+        views: ``(features, propagation graph)`` of each view, the graph as the encoder's
+            :meth:`~cl2gnn.node.GraphEncoder.propagation_graph` returns it.
+        edge_index: the un-augmented input graph ``[2, E]`` (the batch's local node ids).
+        num_seeds: the loss is over rows ``0 … num_seeds - 1`` (every node in full-batch
+            training; a mini-batch's seed nodes, which its sampler lists first).
+    """
+
+    views: list[tuple[Tensor | SparseFeatures, Tensor]]
+    edge_index: Tensor
+    num_seeds: int
+
+
+class NodeMethod(torch.nn.Module):
+    """A node-level self-supervised method: :meth:`forward` encodes a :class:`ViewBatch` with
+    the encoder and returns the loss; the method's own modules (a projection head, a
+    predictor, a target encoder) and state (a memory bank) live in it, so the trainer
+    optimises the encoder's and the method's parameters together and calls
+    :meth:`after_step` after every optimiser step.
+
+    A subclass sets ``name`` (its key in :data:`~cl2gnn.node.methods.REGISTRY`) and states
+    what it can do:
+
+    * ``takes_keys``: its uniformity term can run over sampled keys (``config.num_keys``);
+    * ``minibatch``: it trains on sampled mini-batches of nodes (``config.batch_size``);
+    * ``spans_ranks``: its negatives span the ranks of a process group (``torchrun``);
+    * ``per_node_state``: it keeps a state for every node of the graph (a memory bank).
+
+    Args:
+        config (NodeConfig): the run's configuration (the method reads its own fields).
+        num_nodes (int): the nodes of the graph (per-node state is sized by it).
+        graph (Tensor, optional): the input graph ``[2, E]``, for methods that read it
+            beyond the batch.
+        distributed (str, optional): ``"gather"`` or ``"ring"`` under a process group
+            (methods with ``spans_ranks``).
+    """
+
+    name: ClassVar[str]
+    takes_keys: ClassVar[bool] = False
+    minibatch: ClassVar[bool] = True
+    spans_ranks: ClassVar[bool] = False
+    per_node_state: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        *,
+        num_nodes: int,
+        graph: Tensor | None = None,
+        distributed: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.num_nodes = num_nodes
+        self.distributed = distributed
+
+    @staticmethod
+    def encode(encoder: torch.nn.Module, batch: ViewBatch) -> list[Tensor]:
+        """The encoder's output on each view, the seed rows only."""
+        return [encoder(x, graph)[: batch.num_seeds] for x, graph in batch.views]
+
+    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
+        raise NotImplementedError
+
+    def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
+        """Called after each optimiser step with the fraction of training done (``0 … 1``):
+        where a target network follows the encoder."""
+
+    def extra_repr(self) -> str:
+        return f"name={self.name!r}"

@@ -1,0 +1,275 @@
+"""GRACE's scheme and the contrastive objectives of the seed papers on it: both views through
+the encoder and a projection head, a contrastive loss between the projections.
+
+In the message-passing reading every one of them is alignment on an augmentation graph
+(the two views of a node, and for some methods graph or feature-space neighbours) minus
+uniformity on the affinity graph of the projections: :class:`~cl2gnn.nn.AlignConv` and
+:class:`~cl2gnn.nn.UniformAttention` through the losses of :mod:`cl2gnn.losses`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..._validation import check_integer
+from ...graphs import knn_graph, pair_graph
+from ...losses import (
+    KernelInfoNCELoss,
+    MultiStageAlignmentLoss,
+    RandomWalkLoss,
+    SpectralContrastiveLoss,
+    attention_info_nce,
+    info_nce,
+)
+from ...nn import MultiStageMemory
+from ..config import NodeConfig
+from ..models import ProjectionHead
+from .base import NodeMethod, ViewBatch
+
+
+def cross_view_edges(source: Tensor, target: Tensor, num_nodes: int) -> Tensor:
+    """Edges ``source -> target`` of a node graph as positives across the two stacked
+    views: ``source`` in view 2 for ``target`` in view 1, and the reverse."""
+    return torch.cat(
+        [torch.stack([source + num_nodes, target]), torch.stack([source, target + num_nodes])],
+        dim=1,
+    )
+
+
+def cluster_labels(x: Tensor, clusters: int) -> Tensor:
+    """Spherical k-means (FAISS, 20 iterations) labels of the rows of ``x``; FAISS's seed is
+    drawn from torch's global generator, so seeded runs repeat."""
+    import faiss
+
+    data = F.normalize(x.detach().float(), dim=1).cpu().numpy()
+    seed = int(torch.randint(2**31 - 1, ()))
+    kmeans = faiss.Kmeans(data.shape[1], clusters, niter=20, spherical=True, seed=seed)
+    kmeans.train(data)
+    _, labels = kmeans.index.search(data, 1)
+    return torch.from_numpy(labels[:, 0]).to(x.device)
+
+
+class ContrastiveMethod(NodeMethod):
+    """GRACE's scheme (Zhu et al., 2020): encoder outputs ``h1, h2`` of the two views,
+    projections ``z = head(h)`` (:class:`~cl2gnn.node.ProjectionHead`), and
+    :meth:`objective` ``(z1, z2, h1, h2) -> loss`` over the seed rows."""
+
+    def __init__(self, config: NodeConfig, **context) -> None:
+        super().__init__(config, **context)
+        self.temperature = config.temperature
+        self.num_keys = config.num_keys
+        self.head = ProjectionHead(config.hidden, config.proj_hidden)
+
+    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
+        h1, h2 = self.encode(encoder, batch)
+        return self.objective(self.head(h1), self.head(h2), h1, h2)
+
+    def objective(self, z1: Tensor, z2: Tensor, h1: Tensor, h2: Tensor) -> Tensor:
+        raise NotImplementedError
+
+
+class Grace(ContrastiveMethod):
+    """GRACE: InfoNCE over the ``2N`` stacked projections, inter- and intra-view negatives
+    (:func:`~cl2gnn.losses.info_nce` = ``AlignConv`` on the pair graph + ``UniformAttention``)."""
+
+    name = "grace"
+    takes_keys = True
+    spans_ranks = True
+
+    def objective(self, z1, z2, h1, h2):
+        return info_nce(
+            z1,
+            z2,
+            temperature=self.temperature,
+            num_keys=self.num_keys,
+            distributed=self.distributed,
+        )
+
+
+class Attention(ContrastiveMethod):
+    """InfoNCE whose positive pairs are reweighted by detached attention on the encoder
+    outputs (eq. 15 of the message-passing paper; :func:`~cl2gnn.losses.attention_info_nce`,
+    ``beta=1``)."""
+
+    name = "attention"
+    spans_ranks = True
+
+    def objective(self, z1, z2, h1, h2):
+        return attention_info_nce(
+            z1,
+            z2,
+            h1=h1,
+            h2=h2,
+            temperature=self.temperature,
+            beta=1.0,
+            distributed=self.distributed,
+        )
+
+
+class _LossMethod(ContrastiveMethod):
+    """A method that is one loss module of :mod:`cl2gnn.losses` on the projections."""
+
+    spans_ranks = True
+
+    def __init__(self, config: NodeConfig, **context) -> None:
+        super().__init__(config, **context)
+        self.loss = self.make_loss(config)
+
+    def make_loss(self, config: NodeConfig) -> torch.nn.Module:
+        raise NotImplementedError
+
+    def objective(self, z1, z2, h1, h2):
+        return self.loss(z1, z2)
+
+
+class Kernel(_LossMethod):
+    """Kernel-InfoNCE with the Laplacian kernel ``exp(-‖x - y‖ / τ)`` (Tan et al., ICLR
+    2024)."""
+
+    name = "kernel"
+
+    def make_loss(self, config):
+        return KernelInfoNCELoss(1.0, temperature=config.temperature, distributed=self.distributed)
+
+
+class RandomWalk(_LossMethod):
+    """The random-walk Laplacian loss (Tan et al., ICLR 2024)."""
+
+    name = "random_walk"
+
+    def make_loss(self, config):
+        return RandomWalkLoss(temperature=config.temperature, distributed=self.distributed)
+
+
+class Spectral(_LossMethod):
+    """The spectral contrastive loss (HaoChen et al., NeurIPS 2021)."""
+
+    name = "spectral"
+
+    def make_loss(self, config):
+        return SpectralContrastiveLoss(distributed=self.distributed)
+
+
+class MultiStage(ContrastiveMethod):
+    """InfoNCE plus ``1/τ`` times the multi-stage alignment (eq. 13): each view pulled
+    towards the mean of the other view and the node's stored mean views of the previous
+    step (training steps are the stages, after a warm-up of 20)."""
+
+    name = "multistage"
+    takes_keys = True
+    minibatch = False
+    per_node_state = True
+
+    def __init__(self, config: NodeConfig, **context) -> None:
+        super().__init__(config, **context)
+        memory = MultiStageMemory(self.num_nodes, config.hidden, stages=2, warmup=20)
+        self.multistage = MultiStageAlignmentLoss(memory)
+
+    def objective(self, z1, z2, h1, h2):
+        nodes = torch.arange(z1.size(0), device=z1.device)
+        pull = self.multistage(z1, z2, nodes)  # also stores this step's features
+        self.multistage.next_stage()
+        loss = info_nce(z1, z2, temperature=self.temperature, num_keys=self.num_keys)
+        return loss + pull / self.temperature
+
+
+class KNearest(ContrastiveMethod):
+    """InfoNCE on the pair graph plus, across views, each node's ``k = 5`` nearest
+    neighbours by cosine similarity of the mean encoder output (feature-space positives
+    from :func:`~cl2gnn.graphs.knn_graph`)."""
+
+    name = "knn"
+    takes_keys = True
+    k = 5
+
+    def objective(self, z1, z2, h1, h2):
+        nbr, node = knn_graph(0.5 * (h1 + h2).detach(), self.k, backend="torch")
+        positives = torch.cat(
+            [pair_graph(h1.size(0), 2, device=h1.device), cross_view_edges(nbr, node, h1.size(0))],
+            dim=1,
+        )
+        return info_nce(
+            torch.cat([z1, z2]),
+            edge_index=positives,
+            temperature=self.temperature,
+            num_keys=self.num_keys,
+        )
+
+
+class Neighbors(ContrastiveMethod):
+    """InfoNCE on an augmentation graph that links each node's view to its own other view
+    (weight 1) and to the other view of its graph neighbours (weight ``neighbor_weight``):
+    the input graph is part of the augmentation graph, as in Local-GCL (Zhang et al., 2022)
+    and HomoGCL (Li et al., KDD 2023)."""
+
+    name = "neighbors"
+    takes_keys = True
+    minibatch = False
+
+    def __init__(self, config: NodeConfig, *, graph: Tensor | None = None, **context) -> None:
+        super().__init__(config, graph=graph, **context)
+        if graph is None:
+            raise ValueError(f"the {self.name!r} method needs the input graph")
+        if not config.neighbor_weight > 0:
+            raise ValueError(f"neighbor_weight must be > 0, got {config.neighbor_weight}")
+        n = self.num_nodes
+        graph = graph[:, graph[0] != graph[1]]  # a node's own view is already a pair
+        pairs = pair_graph(n, 2, device=graph.device)
+        edges = torch.cat([pairs, cross_view_edges(graph[0], graph[1], n)], 1)
+        weights = torch.ones(edges.size(1), device=graph.device)
+        weights[pairs.size(1) :] = config.neighbor_weight
+        self.register_buffer("positives", edges, persistent=False)
+        self.register_buffer("positive_weight", weights, persistent=False)
+
+    def positive_weights(self, h1: Tensor, h2: Tensor) -> Tensor:
+        return self.positive_weight
+
+    def objective(self, z1, z2, h1, h2):
+        return info_nce(
+            torch.cat([z1, z2]),
+            edge_index=self.positives,
+            edge_weight=self.positive_weights(h1, h2).to(z1.dtype),
+            temperature=self.temperature,
+            num_keys=self.num_keys,
+        )
+
+
+class Homophily(Neighbors):
+    """:class:`Neighbors` keeping only the edges whose ends fall in the same cluster of a
+    spherical k-means (``clusters`` centroids) of this step's encoder outputs: HomoGCL's
+    saliency (Li et al., KDD 2023) in its hard limit, which stops pulling together
+    neighbours that the embedding already separates."""
+
+    name = "homophily"
+
+    def __init__(self, config: NodeConfig, **context) -> None:
+        super().__init__(config, **context)
+        check_integer(config.clusters, "clusters", 1, self.num_nodes)
+        self.clusters = config.clusters
+        # the nodes at the ends of each positive edge
+        self.register_buffer("positive_nodes", self.positives % self.num_nodes, persistent=False)
+
+    def positive_weights(self, h1, h2):
+        labels = cluster_labels(0.5 * (h1 + h2), self.clusters)
+        ends = labels[self.positive_nodes]
+        return self.positive_weight * (ends[0] == ends[1])  # a node's own views: always kept
+
+
+class CallableObjective(ContrastiveMethod):
+    """GRACE's scheme with any objective ``(z1, z2, h1, h2) -> loss`` (a baseline to compare
+    against, a loss under study); the parameters of a ``torch.nn.Module`` objective train
+    with the encoder."""
+
+    name = "callable"
+
+    def __init__(self, config: NodeConfig, objective: Callable, **context) -> None:
+        super().__init__(config, **context)
+        self.fn = objective  # a Module is registered as a submodule: its parameters train
+        self.label = getattr(objective, "__name__", type(objective).__name__)
+
+    def objective(self, z1, z2, h1, h2):
+        return self.fn(z1, z2, h1, h2)

@@ -1,0 +1,86 @@
+"""What the full-batch and the mini-batch trainer share: the encoder, the method, the
+optimiser, one optimisation step, and the interface :func:`~cl2gnn.node.fit.fit` drives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+from torch_geometric.transforms import NormalizeFeatures
+
+from .config import NodeConfig
+from .methods import NodeMethod, ViewBatch, make_method
+from .models import GraphEncoder
+from .names import EMBEDDINGS
+from .views import seed_everything
+
+
+class EncoderAndMethod(torch.nn.Module):
+    """The encoder and the method as one module, whose forward is a step's loss (so that
+    DDP sees one forward per step, and every trainable parameter in it)."""
+
+    def __init__(self, encoder: GraphEncoder, method: NodeMethod) -> None:
+        super().__init__()
+        self.encoder, self.method = encoder, method
+
+    def forward(self, batch: ViewBatch) -> Tensor:
+        return self.method(self.encoder, batch)
+
+
+class Trainer:
+    """The state of one training run on ``data`` with ``method`` (a registered name, or an
+    objective ``(z1, z2, h1, h2) -> loss``).
+
+    Subclasses define :meth:`epoch` (one pass over the nodes; the mean loss) and :meth:`embed`
+    (every node's embedding, with the trained encoder or another one such as a weight
+    average); :func:`~cl2gnn.node.fit.fit` drives either.
+    """
+
+    def __init__(
+        self,
+        data: Data,
+        method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
+        config: NodeConfig,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+        distributed: str | None = None,
+    ) -> None:
+        if config.embedding not in EMBEDDINGS:
+            raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {config.embedding!r}")
+        self.config, self.device = config, device
+        seed_everything(seed)
+        x = data.x
+        if config.normalize_features:
+            x = NormalizeFeatures()(Data(x=x)).x
+        self.features = x
+        self.encoder = GraphEncoder(x.size(1), config.hidden, config.activation, config.encoder)
+        self.method = make_method(
+            method,
+            config,
+            num_nodes=data.num_nodes,
+            graph=data.edge_index,
+            distributed=distributed,
+        )
+        self.model = EncoderAndMethod(self.encoder, self.method).to(device)
+        self.label = getattr(self.method, "label", self.method.name)
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.Adam(
+            params, lr=config.learning_rate, weight_decay=config.weight_decay
+        )
+        self.steps, self.total_steps = 0, 1
+
+    def optimise(self, loss: Tensor) -> None:
+        """One optimiser step on ``loss``, then the method's :meth:`~NodeMethod.after_step`."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        self.steps += 1
+        self.method.after_step(self.encoder, min(1.0, self.steps / self.total_steps))
+
+    def epoch(self) -> float:
+        raise NotImplementedError
+
+    def embed(self, encoder: GraphEncoder | None = None) -> Tensor:
+        raise NotImplementedError

@@ -1,0 +1,44 @@
+"""The two augmented views of a graph: GRACE's edge dropping and feature masking, with
+PyG's ``dropout_edge`` and ``mask_feature``."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.utils import dropout_edge, mask_feature
+
+from .features import SparseFeatures
+
+
+def augment(
+    x: Tensor | SparseFeatures,
+    edge_index: Tensor,
+    p_edge: float,
+    p_feature: float,
+    p_node: float = 0.0,
+):
+    """One GRACE view: drop edges (PyG ``dropout_edge``) and mask feature columns (PyG
+    ``mask_feature``; for :class:`SparseFeatures` the same column mask, applied to the
+    first layer's weight); ``p_node > 0`` also zeroes that fraction of the nodes' whole
+    feature rows (GraphMAE's node masking, here a view to contrast)."""
+    # the sparse path draws its own masks, so it does not get mask_feature's range check
+    for name, p in (("feature mask", p_feature), ("node mask", p_node)):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"the {name} probability must lie in [0, 1], got {p}")
+    edge_index, _ = dropout_edge(edge_index, p=p_edge)
+    if isinstance(x, SparseFeatures):
+        dtype, device = x.values.dtype, x.values.device
+        x = x.with_column_mask((torch.rand(x.size(1), device=device) >= p_feature).to(dtype))
+        if p_node > 0:
+            x = x.with_row_mask((torch.rand(x.size(0), device=device) >= p_node).to(dtype))
+        return x, edge_index
+    x, _ = mask_feature(x, p=p_feature, mode="col")
+    if p_node > 0:
+        x, _ = mask_feature(x, p=p_node, mode="row")
+    return x, edge_index
+
+
+def seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 -- seeds libraries that use the legacy global RNG
