@@ -155,45 +155,47 @@ CASES = {
     "UniformAttention": Case(
         "energy",
         _views,
-        lambda t, d: UniformAttention(tau=0.5, tile_size=TILE, distributed=d).energy(_rows(t["z"])),
+        lambda t, d: UniformAttention(temperature=0.5, tile_size=TILE, distributed=d).energy(
+            _rows(t["z"])
+        ),
     ),
     "UniformAttention-stop_gradient-weight": Case(
         "energy",
         lambda g, s: {**_views(g, s), "w": torch.rand(s, 2, generator=g, dtype=f64)},
         lambda t, d: UniformAttention(
-            tau=0.7, stop_gradient=True, tile_size=TILE, distributed=d
+            temperature=0.7, stop_gradient=True, tile_size=TILE, distributed=d
         ).energy(_rows(t["z"]), weight=t["w"].reshape(-1)),
     ),
     "UniformAttention-self_loops": Case(
         "energy",
         lambda g, s: _views(g, s, 1),
         lambda t, d: UniformAttention(
-            tau=0.5, self_loops=True, tile_size=TILE, distributed=d
+            temperature=0.5, self_loops=True, tile_size=TILE, distributed=d
         ).energy(_rows(t["z"])),
     ),
     "UniformAttention-exclude_index": Case(
         "energy",
         lambda g, s: _views(g, s, 3),
-        lambda t, d: UniformAttention(tau=0.5, tile_size=TILE, distributed=d).energy(
+        lambda t, d: UniformAttention(temperature=0.5, tile_size=TILE, distributed=d).energy(
             _rows(t["z"]), exclude_index=pair_graph(sample_id=_sample_id(t["z"]))
         ),
     ),
     "ContrastiveConv": Case(
         "energy",
         _views,
-        lambda t, d: ContrastiveConv(tau=0.5, distributed=d).energy(
+        lambda t, d: ContrastiveConv(temperature=0.5, distributed=d).energy(
             F.normalize(_rows(t["z"]), dim=1), pair_graph(sample_id=_sample_id(t["z"]))
         ),
     ),
     "UniformAttention-forward": Case(
         "step",
         _views,
-        lambda t, d: UniformAttention(step=0.3, tau=0.5, distributed=d)(_rows(t["z"])),
+        lambda t, d: UniformAttention(step=0.3, temperature=0.5, distributed=d)(_rows(t["z"])),
     ),
     "UniformAttention-forward-stop_gradient": Case(
         "step",
         _views,
-        lambda t, d: UniformAttention(step=0.3, tau=0.5, stop_gradient=True, distributed=d)(
+        lambda t, d: UniformAttention(step=0.3, temperature=0.5, stop_gradient=True, distributed=d)(
             _rows(t["z"])
         ),
     ),

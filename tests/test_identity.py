@@ -57,7 +57,9 @@ def test_align_half_step_is_gcn_propagation():
 @given(graphs(), st.booleans(), st.booleans(), st.floats(0.1, 2.0))
 def test_uniform_dense_identity_and_energy(case, stop_gradient, self_loops, tau):
     x, _, _, step = case
-    op = UniformAttention(step=step, tau=tau, stop_gradient=stop_gradient, self_loops=self_loops)
+    op = UniformAttention(
+        step=step, temperature=tau, stop_gradient=stop_gradient, self_loops=self_loops
+    )
     assert identity_error(op, x) < TOL
     expected = ref.uniform_energy(x, tau, stop_gradient, self_loops)
     assert torch.allclose(op.energy(x), expected)
@@ -66,7 +68,7 @@ def test_uniform_dense_identity_and_energy(case, stop_gradient, self_loops, tau)
 @given(graphs(), st.booleans())
 def test_uniform_sparse_identity_and_energy(case, stop_gradient):
     x, edge_index, _, step = case
-    op = UniformAttention(step=step, tau=0.7, stop_gradient=stop_gradient)
+    op = UniformAttention(step=step, temperature=0.7, stop_gradient=stop_gradient)
     assert identity_error(op, x, edge_index) < TOL
     n = x.size(0)
     counts = ref.dense_adjacency(edge_index, n)  # [i, j]: times j is a key of anchor i
@@ -79,7 +81,7 @@ def test_uniform_weights_and_exclusion(case, stop_gradient):
     x, edge_index, _, step = case
     n = x.size(0)
     weight = torch.rand(n, dtype=f64)
-    op = UniformAttention(step=step, tau=0.4, stop_gradient=stop_gradient)
+    op = UniformAttention(step=step, temperature=0.4, stop_gradient=stop_gradient)
     assert identity_error(op, x, weight=weight, exclude_index=edge_index) < TOL
     mask = ref.dense_adjacency(edge_index, n) == 0
     expected = ref.uniform_energy(x, 0.4, stop_gradient, mask=mask, weight=weight)
@@ -93,7 +95,9 @@ def test_uniform_sampled_keys_identity_and_energy(case, stop_gradient, self_loop
     k = data.draw(st.integers(1, n))
     keys = torch.randperm(n, generator=torch.Generator().manual_seed(k))[:k]
     weight = torch.rand(n, dtype=f64)
-    op = UniformAttention(step=step, tau=0.6, stop_gradient=stop_gradient, self_loops=self_loops)
+    op = UniformAttention(
+        step=step, temperature=0.6, stop_gradient=stop_gradient, self_loops=self_loops
+    )
     assert identity_error(op, x, weight=weight, keys=keys) < TOL
     # brute force: each anchor's keys, then its sum scaled to the complete graph's size
     mask = torch.zeros(n, n, dtype=torch.bool)
@@ -110,7 +114,7 @@ def test_uniform_sampled_keys_identity_and_energy(case, stop_gradient, self_loop
 @pytest.mark.parametrize("stop_gradient", [False, True])
 def test_uniform_all_keys_is_the_complete_graph(stop_gradient):
     x = torch.randn(10, 4, dtype=f64)
-    op = UniformAttention(step=0.2, tau=0.5, stop_gradient=stop_gradient)
+    op = UniformAttention(step=0.2, temperature=0.5, stop_gradient=stop_gradient)
     keys = torch.randperm(10)
     assert torch.allclose(op.energy(x, keys=keys), op.energy(x))
     assert torch.allclose(op(x, keys=keys), op(x))
@@ -120,7 +124,7 @@ def test_uniform_all_keys_is_the_complete_graph(stop_gradient):
 def test_uniform_sampled_keys_low_precision(dtype, tol):
     x = torch.nn.functional.normalize(torch.randn(300, 16, dtype=f64), dim=1)
     keys = torch.randperm(300)[:64]
-    op = UniformAttention(tau=0.5)
+    op = UniformAttention(temperature=0.5)
 
     def energy_and_grad(features):
         features = features.detach().requires_grad_(True)
@@ -139,7 +143,7 @@ def test_uniform_sampled_partition_is_unbiased():
     partition sum (an enumeration, no sampling noise)."""
     n, k, tau = 6, 3, 0.5
     x = torch.randn(n, 3, dtype=f64)
-    op = UniformAttention(tau=tau)
+    op = UniformAttention(temperature=tau)
     subsets = torch.combinations(torch.arange(n), k)
     sampled = torch.stack([op.row_logsumexp(x, keys=keys).exp() for keys in subsets])
     assert torch.allclose(sampled.mean(0), op.row_logsumexp(x).exp())
@@ -162,7 +166,7 @@ def test_uniform_closed_forms_eq7_eq8():
 def test_step_minus_tau_is_self_attention_eq12(tau):
     x = torch.randn(11, 5, dtype=f64)
     for self_loops in (True, False):
-        op = UniformAttention(step=-tau, tau=tau, stop_gradient=True, self_loops=self_loops)
+        op = UniformAttention(step=-tau, temperature=tau, stop_gradient=True, self_loops=self_loops)
         logits = x @ x.T / tau
         if not self_loops:
             logits.fill_diagonal_(float("-inf"))
@@ -275,7 +279,9 @@ def test_contrastive_step_identity_and_composition(case, positive_in_denominator
     if n < 4 and not positive_in_denominator:
         return  # no negatives left
     edge_index = pair_graph(n // 2, 2)
-    op = ContrastiveConv(step=step, tau=0.5, positive_in_denominator=positive_in_denominator)
+    op = ContrastiveConv(
+        step=step, temperature=0.5, positive_in_denominator=positive_in_denominator
+    )
     assert identity_error(op, x, edge_index) < TOL
     # eq. 10: the step is x + (2α/τ)((Ā+Āᵀ)/2 - (P+Pᵀ)/2) x
     abar = ref.sym_normalized(ref.dense_adjacency(edge_index, n))
@@ -290,7 +296,7 @@ def test_contrastive_step_identity_and_composition(case, positive_in_denominator
 
 def test_contrastive_sampled_keys_identity_and_loss():
     x = torch.nn.functional.normalize(torch.randn(12, 4, dtype=f64), dim=1)
-    op = ContrastiveConv(step=0.3, tau=0.5)
+    op = ContrastiveConv(step=0.3, temperature=0.5)
     torch.manual_seed(0)
     expected = 12 * info_nce(x[:6], x[6:], temperature=0.5, num_keys=5)
     torch.manual_seed(0)

@@ -112,7 +112,7 @@ def test_proposition_1_infonce_is_align_plus_uniform(b, d, tau):
     x = F.normalize(torch.cat([z1, z2]), dim=1)
     edge_index = pair_graph(b, 2)
     align = AlignConv().energy(x, edge_index) / tau
-    uniform = UniformAttention(tau=tau).energy(x)
+    uniform = UniformAttention(temperature=tau).energy(x)
     assert torch.allclose(2 * b * ref.nt_xent(z1, z2, tau), align + uniform, atol=1e-10)
     # the alignment energy alone is the positive-pair distance: tr(xᵀLx) = Σ_pairs ‖Δ‖²
     pair_dist = ((x[:b] - x[b:]) ** 2).sum()

@@ -66,6 +66,46 @@ def test_operator_repr(name):
     assert text.startswith(name + "(") and "step=0." in text
 
 
+@pytest.mark.parametrize("name", ["UniformAttention", "ContrastiveConv"])
+def test_tau_is_a_deprecated_alias_of_temperature(name):
+    cls, (_, args) = OPERATORS[name], make_operator(name)
+    x = torch.randn(N, D, dtype=torch.float64)
+    with pytest.warns(DeprecationWarning, match="use temperature"):
+        old = cls(0.1, tau=0.3)
+    new = cls(0.1, temperature=0.3)
+    assert torch.equal(old(x, *args), new(x, *args))
+    assert torch.equal(old.energy(x, *args), new.energy(x, *args))
+    with pytest.warns(DeprecationWarning, match="use temperature"):
+        assert old.tau == 0.3
+    with pytest.warns(DeprecationWarning, match="use temperature"):
+        old.tau = 0.7
+    assert old.temperature == 0.7 and "temperature=0.7" in repr(old) and "tau" not in repr(old)
+    with pytest.raises(TypeError, match="not both"):
+        cls(temperature=0.3, tau=0.3)
+    with pytest.raises(TypeError, match="not both"):
+        cls(0.1, 0.3, tau=0.3)  # the temperature by position
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("step", 0.3),
+        ("temperature", 0.2),
+        ("positive_in_denominator", False),
+        ("stop_gradient", True),
+    ],
+)
+def test_contrastive_conv_option_set_later_reaches_its_operators(option, value):
+    x, edge_index = torch.randn(N, D, dtype=torch.float64), pair_graph(N // 2, 2)
+    op = OPERATORS["ContrastiveConv"]()
+    setattr(op, option, value)
+    fresh = OPERATORS["ContrastiveConv"](**{option: value})
+    assert torch.equal(op(x, edge_index), fresh(x, edge_index))
+    assert torch.equal(op.energy(x, edge_index), fresh.energy(x, edge_index))
+    default = OPERATORS["ContrastiveConv"]()(x, edge_index)
+    assert not torch.allclose(op(x, edge_index), default)
+
+
 @pytest.mark.parametrize("name", ["AlignConv", "UniformAttention", "AttentionAlignConv"])
 def test_operator_compiles(name):
     op, args = make_operator(name)

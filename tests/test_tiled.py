@@ -61,7 +61,7 @@ def test_saved_blocks_survive_a_second_backward():
 
 def test_tiled_energy_matches_bruteforce_reference():
     x = torch.randn(23, 4, dtype=torch.float64)
-    op = UniformAttention(tau=0.3, implementation="tiled", tile_size=5)
+    op = UniformAttention(temperature=0.3, implementation="tiled", tile_size=5)
     assert torch.allclose(op.energy(x), ref.uniform_energy(x, 0.3))
 
 

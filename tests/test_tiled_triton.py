@@ -53,7 +53,9 @@ errors = []
 for n, d, stop, loops, dtype, scale in json.loads(sys.argv[1]):
     x64 = F.normalize(torch.randn(n, d, dtype=torch.float64), dim=1) * scale
     w = torch.rand(n, dtype=torch.float64)
-    op = UniformAttention(tau=0.5, stop_gradient=stop, self_loops=loops, implementation="triton")
+    op = UniformAttention(
+        temperature=0.5, stop_gradient=stop, self_loops=loops, implementation="triton"
+    )
     x = x64.to(getattr(torch, dtype)).requires_grad_(True)
     value = op.energy(x, weight=w.to(x.dtype))
     (grad,) = torch.autograd.grad(value.float(), x)

@@ -33,7 +33,7 @@ KEYS = torch.tensor([0, 2])
         (lambda: AlignConv()(X, EDGES, torch.ones(3)), "edge_weight"),
         (lambda: AlignConv()(X_NAN, EDGES), "NaN"),
         (lambda: AlignConv()(torch.full((6, 3), float("inf")), EDGES), "inf"),
-        (lambda: UniformAttention(tau=0.0), "tau"),
+        (lambda: UniformAttention(temperature=0.0), "temperature"),
         (lambda: UniformAttention()(X[:1]), "at least 2"),
         (lambda: UniformAttention()(X, weight=torch.ones(5)), "weight"),
         (lambda: UniformAttention()(X, EDGES, exclude_index=EDGES), "exclude_index"),

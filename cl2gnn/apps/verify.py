@@ -86,7 +86,7 @@ def run_checks(device: str = "cpu", num_nodes: int = 64, dim: int = 16, seed: in
 
 def _self_attention_error(x: torch.Tensor) -> float:
     tau = 0.5
-    op = UniformAttention(step=-tau, tau=tau, stop_gradient=True, self_loops=True)
+    op = UniformAttention(step=-tau, temperature=tau, stop_gradient=True, self_loops=True)
     attn = torch.softmax(x @ x.T / tau, dim=1)
     return float((op(x) - attn @ x).abs().max())
 

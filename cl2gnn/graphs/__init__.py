@@ -3,7 +3,7 @@
 from .diagnostics import ClassSpectrum, algebraic_connectivity, class_spectra, normalized_laplacian
 from .knn import knn_graph
 from .knn_backends import faiss_available, faiss_has_gpu
-from .pair import pair_graph
+from .pair import cached_pair_graph, pair_graph
 from .radius import radius_graph
 from .sampling import TorchNeighborSampler, neighbor_loader
 
@@ -11,6 +11,7 @@ __all__ = [
     "ClassSpectrum",
     "TorchNeighborSampler",
     "algebraic_connectivity",
+    "cached_pair_graph",
     "class_spectra",
     "faiss_available",
     "faiss_has_gpu",

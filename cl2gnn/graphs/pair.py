@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 from torch import Tensor
 from torch_geometric.utils import sort_edge_index
@@ -41,6 +43,16 @@ def pair_graph(
     if sample_id.dim() != 1 or sample_id.is_floating_point():
         raise ValueError(f"sample_id must be a 1-D integer tensor, got {sample_id.dtype}")
     return _cliques(sample_id)
+
+
+@lru_cache(maxsize=64)
+def cached_pair_graph(
+    batch_size: int, num_views: int = 2, device: torch.device | str | None = None
+) -> Tensor:
+    """:func:`pair_graph` of ``batch_size`` samples, built once per size and device and
+    then shared between calls (a loss over equal-sized batches builds its graph once):
+    read it, never modify it in place."""
+    return pair_graph(batch_size, num_views, device=device)
 
 
 def _cliques(sample_id: Tensor) -> Tensor:

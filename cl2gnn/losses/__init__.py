@@ -1,7 +1,9 @@
 """Contrastive objectives composed from the ``cl2gnn.nn`` operators (modules and functions).
 
 Every loss takes two view batches ``(z1, z2)`` or stacked features with an augmentation
-graph (``edge_index`` / ``sample_id``), so multi-view and kNN positives work alike.
+graph (``edge_index`` / ``sample_id``), so multi-view and kNN positives work alike. A loss
+module's options are plain attributes: one set after construction applies from the next
+call on (a bad value fails that call with the error construction gives).
 """
 
 from .alignment_uniformity import AlignmentUniformityLoss, alignment, uniformity

@@ -1,48 +1,29 @@
-"""Shared stateless operator instances for the functional losses.
+"""One shared instance per configuration of the operators the functional losses compose.
 
-The operators hold no parameters or buffers, so one instance per configuration serves
-every call and device; building a ``MessagePassing`` module costs about a millisecond
-(signature inspection), more than a small loss itself.
+They hold no parameters or buffers, so one instance serves every call and device; building
+a ``MessagePassing`` module costs about a millisecond (signature inspection), more than a
+small loss itself.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TypeVar
 
-import torch
+from ..nn import UniformAttention
 
-from ..graphs import pair_graph
-from ..nn import AttentionAlignConv, ContrastiveConv, UniformAttention
+Operator = TypeVar("Operator")
 
 
 @lru_cache(maxsize=64)
-def contrastive_conv(
-    tau: float,
-    positive_in_denominator: bool,
-    implementation: str = "auto",
-    distributed: str | None = None,
-) -> ContrastiveConv:
-    return ContrastiveConv(
-        tau=tau,
-        positive_in_denominator=positive_in_denominator,
-        implementation=implementation,
-        distributed=distributed,
+def shared_operator(cls: type[Operator], **options) -> Operator:
+    """``cls(**options)``, built once per class and (hashable) options; never modify it."""
+    return cls(**options)
+
+
+def uniform_attention(temperature: float, distributed: str | None = None) -> UniformAttention:
+    """The shared :class:`~cl2gnn.nn.UniformAttention` whose ``row_logsumexp`` is a loss's
+    per-anchor log-partition."""
+    return shared_operator(
+        UniformAttention, temperature=float(temperature), distributed=distributed
     )
-
-
-@lru_cache(maxsize=64)
-def uniform_attention(tau: float, distributed: str | None = None) -> UniformAttention:
-    return UniformAttention(tau=tau, distributed=distributed)
-
-
-@lru_cache(maxsize=64)
-def attention_align(
-    beta: float, normalize: str, distributed: str | None = None
-) -> AttentionAlignConv:
-    return AttentionAlignConv(beta=beta, normalize=normalize, distributed=distributed)
-
-
-@lru_cache(maxsize=64)
-def cached_pair_graph(batch_size: int, device: torch.device) -> torch.Tensor:
-    """The two-view pair graph; read-only, shared between calls."""
-    return pair_graph(batch_size, 2, device=device)

@@ -6,11 +6,12 @@ import torch
 from torch import Tensor
 
 from .._validation import check_features, check_normalized, check_same_shape
-from ._views import resolve_views
+from ._inputs import check_positive, resolve_views
 
 
 def alignment(x: Tensor, y: Tensor, alpha: float = 2.0) -> Tensor:
     r"""``mean_i ‖x_i - y_i‖₂^α`` over positive pairs of unit vectors."""
+    check_positive(alpha, "alpha")
     check_features(x, "x")
     check_same_shape(x, y, ("x", "y"))
     check_normalized(x, "x")
@@ -20,6 +21,7 @@ def alignment(x: Tensor, y: Tensor, alpha: float = 2.0) -> Tensor:
 
 def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
     r"""``log mean_{i<j} exp(-t ‖x_i - x_j‖²)`` of unit vectors (a log-mean-exp, stable)."""
+    check_positive(t, "t")
     check_features(x, "x", min_rows=2)
     check_normalized(x, "x")
     i, j = torch.triu_indices(x.size(0), x.size(0), offset=1, device=x.device)
@@ -61,9 +63,11 @@ class AlignmentUniformityLoss(torch.nn.Module):
 
     def __init__(self, alpha: float = 2.0, t: float = 2.0, lam: float = 1.0) -> None:
         super().__init__()
-        if not alpha > 0 or not t > 0:
-            raise ValueError("alpha and t must be > 0")
-        self.alpha, self.t, self.lam = alpha, t, lam
+        check_positive(alpha, "alpha")
+        check_positive(t, "t")
+        self.alpha = alpha
+        self.t = t
+        self.lam = lam
 
     def alignment(self, x: Tensor, y: Tensor) -> Tensor:
         return alignment(x, y, self.alpha)

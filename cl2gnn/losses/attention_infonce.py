@@ -7,10 +7,16 @@ from torch_geometric.utils import scatter
 
 from ..distributed import check_mode
 from ..nn import AttentionAlignConv
-from ._base import GraphLoss
-from ._distributed import share_of_mean, views_shard
-from ._operators import attention_align, uniform_attention
-from ._views import resolve_views
+from ..nn.attention import NORMALIZATIONS
+from ._inputs import (
+    GraphLoss,
+    check_choice,
+    check_positive,
+    resolve_views,
+    share_of_mean,
+    views_shard,
+)
+from ._operators import shared_operator, uniform_attention
 
 
 def attention_info_nce(
@@ -28,6 +34,7 @@ def attention_info_nce(
     distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`AttentionInfoNCELoss`."""
+    _check_options(temperature, normalize, distributed)
     shard = views_shard(z1, z2, distributed)
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if z2 is not None and (h1 is None) != (h2 is None):
@@ -36,13 +43,21 @@ def attention_info_nce(
         raise ValueError("h2 goes with z2; pass the attention features of x as h1")
     h = h1 if h2 is None else torch.cat([h1, h2])
     x = F.normalize(x, dim=-1)
-    align = attention_align(float(beta), normalize, distributed)
+    align = shared_operator(
+        AttentionAlignConv, beta=float(beta), normalize=normalize, distributed=distributed
+    )
     coef = align.attention(x, edge_index, edge_weight, h=h)
     anchor_weight = scatter(coef, edge_index[1], 0, dim_size=x.size(0), reduce="sum")
-    uniform = uniform_attention(float(temperature), distributed)
+    uniform = uniform_attention(temperature, distributed)
     energy = align.energy(x, edge_index, edge_weight, attention=coef) / temperature
     energy = energy + uniform.energy(x, weight=anchor_weight)
     return share_of_mean(energy, x.size(0), shard)
+
+
+def _check_options(temperature: float, normalize: str, distributed: str | None) -> None:
+    check_positive(temperature, "temperature")
+    check_choice(normalize, NORMALIZATIONS, "normalize")
+    check_mode(distributed)
 
 
 class AttentionInfoNCELoss(GraphLoss):
@@ -90,13 +105,12 @@ class AttentionInfoNCELoss(GraphLoss):
         normalize: str = "negatives",
         distributed: str | None = None,
     ) -> None:
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        AttentionAlignConv(normalize=normalize)  # validates `normalize` early
-        check_mode(distributed)
-        super().__init__(
-            temperature=temperature, beta=beta, normalize=normalize, distributed=distributed
-        )
+        super().__init__()
+        _check_options(temperature, normalize, distributed)
+        self.temperature = temperature
+        self.beta = beta
+        self.normalize = normalize
+        self.distributed = distributed
 
     def forward(
         self,
@@ -109,7 +123,7 @@ class AttentionInfoNCELoss(GraphLoss):
         edge_weight: Tensor | None = None,
         sample_id: Tensor | None = None,
     ) -> Tensor:
-        return attention_info_nce(
+        return self.functional(
             z1,
             z2,
             h1=h1,
@@ -117,5 +131,5 @@ class AttentionInfoNCELoss(GraphLoss):
             edge_index=edge_index,
             edge_weight=edge_weight,
             sample_id=sample_id,
-            **self.options,
+            **self._options(),
         )

@@ -8,9 +8,8 @@ from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 from . import _tiling
-from ._base import GraphLoss
+from ._inputs import GraphLoss, check_positive, resolve_views
 from ._tiling import edges_by_target, row_tiled_sum, self_mask
-from ._views import resolve_views
 
 
 def generalized_nt_xent(
@@ -26,6 +25,7 @@ def generalized_nt_xent(
     normalize: bool = True,
 ) -> Tensor:
     """Functional form of :class:`GeneralizedNTXentLoss`."""
+    _check_options(temperature, psi, eta)
     psi = torch.log1p if psi is None else psi
     eta = (lambda t: torch.exp(-t / temperature)) if eta is None else eta
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
@@ -47,6 +47,13 @@ def generalized_nt_xent(
         return (weight[ids] * psi(negative_sum[local] / similarity[local, src])).sum()
 
     return row_tiled_sum(term, n, tile) / n
+
+
+def _check_options(temperature: float, psi: Callable | None, eta: Callable | None) -> None:
+    check_positive(temperature, "temperature")
+    for name, function in (("psi", psi), ("eta", eta)):
+        if function is not None and not callable(function):
+            raise ValueError(f"{name} must be callable or None, got {function!r}")
 
 
 class GeneralizedNTXentLoss(GraphLoss):
@@ -90,6 +97,9 @@ class GeneralizedNTXentLoss(GraphLoss):
         eta: Callable[[Tensor], Tensor] | None = None,
         normalize: bool = True,
     ) -> None:
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        super().__init__(temperature=temperature, psi=psi, eta=eta, normalize=normalize)
+        super().__init__()
+        _check_options(temperature, psi, eta)
+        self.temperature = temperature
+        self.psi = psi
+        self.eta = eta
+        self.normalize = normalize

@@ -6,10 +6,17 @@ from torch import Tensor
 
 from .._validation import check_integer
 from ..distributed import check_mode
-from ._base import GraphLoss
-from ._distributed import share_of_mean, views_shard
-from ._operators import contrastive_conv
-from ._views import resolve_views
+from ..nn import ContrastiveConv
+from ..nn.uniform import IMPLEMENTATIONS
+from ._inputs import (
+    GraphLoss,
+    check_choice,
+    check_positive,
+    resolve_views,
+    share_of_mean,
+    views_shard,
+)
+from ._operators import shared_operator
 
 
 def info_nce(
@@ -27,41 +34,42 @@ def info_nce(
     distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
-    check_distributed_options(distributed, num_keys, implementation)
+    _check_options(temperature, implementation, num_keys, distributed)
     shard = views_shard(z1, z2, distributed)
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     if normalize:
         x = F.normalize(x, dim=-1)
-    conv = contrastive_conv(
-        float(temperature), bool(positive_in_denominator), implementation, distributed
+    conv = shared_operator(
+        ContrastiveConv,
+        temperature=float(temperature),
+        positive_in_denominator=bool(positive_in_denominator),
+        implementation=implementation,
+        distributed=distributed,
     )
-    keys = sample_keys(x.size(0), num_keys, x.device)
+    keys = _sample_keys(x.size(0), num_keys, x.device)
     energy = conv.energy(x, edge_index, edge_weight, keys)
     return share_of_mean(energy, x.size(0), shard)
 
 
-def check_distributed_options(
-    distributed: str | None, num_keys: int | None, implementation: str
+def _check_options(
+    temperature: float, implementation: str, num_keys: int | None, distributed: str | None
 ) -> None:
-    """Global negatives come from the distributed modes alone: no sampled keys, no Triton."""
+    check_positive(temperature, "temperature")
+    check_choice(implementation, IMPLEMENTATIONS, "implementation")
+    if num_keys is not None:  # NumPy integers too; not bools or floats
+        check_integer(num_keys, "num_keys", 1)
     check_mode(distributed)
+    # global negatives come from the distributed modes alone: no sampled keys, no Triton
     if distributed is not None and (num_keys is not None or implementation == "triton"):
         raise ValueError("distributed takes neither num_keys nor implementation='triton'")
 
 
-def sample_keys(n: int, num_keys: int | None, device: torch.device) -> Tensor | None:
+def _sample_keys(n: int, num_keys: int | None, device: torch.device) -> Tensor | None:
     """``num_keys`` distinct rows of ``n`` drawn uniformly (torch's global generator, so
     seeded runs repeat); ``None`` (the complete graph) when all rows would be drawn."""
-    check_num_keys(num_keys)
     if num_keys is None or num_keys >= n:
         return None
     return torch.randperm(n, device=device)[:num_keys]
-
-
-def check_num_keys(num_keys: int | None) -> None:
-    """``None`` or a positive integer (NumPy integers too; not bools or floats)."""
-    if num_keys is not None:
-        check_integer(num_keys, "num_keys", 1)
 
 
 class InfoNCELoss(GraphLoss):
@@ -136,16 +144,11 @@ class InfoNCELoss(GraphLoss):
         num_keys: int | None = None,
         distributed: str | None = None,
     ) -> None:
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        contrastive_conv(float(temperature), True, implementation)  # validates it early
-        check_num_keys(num_keys)
-        check_distributed_options(distributed, num_keys, implementation)
-        super().__init__(
-            temperature=temperature,
-            normalize=normalize,
-            positive_in_denominator=positive_in_denominator,
-            implementation=implementation,
-            num_keys=num_keys,
-            distributed=distributed,
-        )
+        super().__init__()
+        _check_options(temperature, implementation, num_keys, distributed)
+        self.temperature = temperature
+        self.normalize = normalize
+        self.positive_in_denominator = positive_in_denominator
+        self.implementation = implementation
+        self.num_keys = num_keys
+        self.distributed = distributed

@@ -1,17 +1,25 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-from ..distributed import check_mode
-from ._base import GraphLoss
-from ._distributed import views_shard
-from ._logits import graph_contrastive
-from ._views import resolve_views
+from ..distributed import Shard, check_mode, gather_rows, ring_row_logsumexp
+from . import _tiling
+from ._inputs import (
+    GraphLoss,
+    check_choice,
+    check_positive,
+    resolve_views,
+    share_of_mean,
+    views_shard,
+)
+from ._tiling import edges_by_target, row_tiled_sum
 
 MIXTURES = (None, "simple", "concat")
 MIXTURE_FORMS = ("loss", "kernel")
@@ -48,19 +56,14 @@ def kernel_info_nce(
     distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`KernelInfoNCELoss`."""
-    if mixture not in MIXTURES:
-        raise ValueError(f"mixture must be one of {MIXTURES}, got {mixture!r}")
-    if mixture_form not in MIXTURE_FORMS:
-        raise ValueError(f"mixture_form must be one of {MIXTURE_FORMS}, got {mixture_form!r}")
-    if not 0.0 < lam < 1.0 and mixture is not None:
-        raise ValueError(f"lam must lie in (0, 1), got {lam}")
+    _check_options(
+        gamma, temperature, mixture, mixture_form, lam, gamma2, temperature2, distributed
+    )
     shard = views_shard(z1, z2, distributed)
     x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
 
     def contrast(x: Tensor, kernel) -> Tensor:
-        return graph_contrastive(
-            x, kernel, edge_index, edge_weight, distributed=distributed, shard=shard
-        )
+        return _graph_contrastive(x, kernel, edge_index, edge_weight, distributed, shard)
 
     if mixture is None:
         return contrast(
@@ -92,6 +95,74 @@ def kernel_info_nce(
     return contrast(both, mixed)
 
 
+def _check_options(
+    gamma: float,
+    temperature: float,
+    mixture: str | None,
+    mixture_form: str,
+    lam: float,
+    gamma2: float,
+    temperature2: float | None,
+    distributed: str | None,
+) -> None:
+    check_positive(gamma, "gamma")
+    check_positive(temperature, "temperature")
+    check_choice(mixture, MIXTURES, "mixture")
+    check_choice(mixture_form, MIXTURE_FORMS, "mixture_form")
+    if not 0.0 < lam < 1.0:
+        raise ValueError(f"lam must lie in (0, 1), got {lam!r}")
+    check_positive(gamma2, "gamma2")
+    if temperature2 is not None:
+        check_positive(temperature2, "temperature2")
+    check_mode(distributed)
+
+
+def _graph_contrastive(
+    x: Tensor,
+    kernel: Callable[[Tensor, Tensor], Tensor],
+    edge_index: Tensor,
+    edge_weight: Tensor | None,
+    distributed: str | None,
+    shard: Shard | None,
+) -> Tensor:
+    r"""``mean_i [ LSE_{j != i} L_ij - Σ_{(k -> i)} Ā_ik L_ik ]`` with ``L = kernel(x, x)``.
+
+    ``Ā`` is the symmetric-normalised augmentation graph, so for a regular graph (views of
+    a sample) the positive term is the average over an anchor's positives. This is the
+    InfoNCE form that ``ContrastiveConv`` composes for the inner-product kernel.
+
+    With a ``shard`` (this rank's rows of the global batch, see
+    :func:`~cl2gnn.losses._inputs.views_shard`) the keys are every rank's rows,
+    all-gathered (``distributed="gather"``) or passed round the ranks
+    (``"ring"``), and the result is ``world_size ×`` this rank's share of the mean.
+    """
+    n, tile = x.size(0), _tiling.TILE
+    edge_index, weight = gcn_norm(edge_index, edge_weight, n, add_self_loops=False, dtype=x.dtype)
+    groups = edges_by_target(edge_index, n, tile)
+    ring = shard is not None and distributed == "ring"
+    keys, offset = x, 0  # the ring's keys travel separately: the tiles see the local rows
+    if shard is not None and not ring:
+        keys, offset = gather_rows(x, shard), shard.offset
+
+    def term(start: int, end: int) -> Tensor:
+        logits = kernel(x[start:end], keys)
+        ids = groups[start // tile]
+        local, src = edge_index[1, ids] - start, edge_index[0, ids] + offset
+        positive = (weight[ids] * logits[local, src]).sum()
+        if ring:
+            return -positive
+        # the positives are gathered: mask in place, no N-wide copy
+        logits[:, offset + start : offset + end].fill_diagonal_(float("-inf"))
+        lse = torch.logsumexp(logits, dim=1)
+        return torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse)).sum() - positive
+
+    total = row_tiled_sum(term, n, tile)
+    if ring:
+        lse = ring_row_logsumexp(x, kernel, shard)
+        total = total + torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse)).sum()
+    return share_of_mean(total, n, shard)
+
+
 class KernelInfoNCELoss(GraphLoss):
     r"""Kernel-InfoNCE (*Contrastive Learning is Spectral Clustering on Similarity Graph*,
     Tan et al., ICLR 2024): InfoNCE with the kernel
@@ -118,7 +189,7 @@ class KernelInfoNCELoss(GraphLoss):
         temperature (float, optional): its temperature (default: ``0.5``).
         mixture (str, optional): ``None``, ``"simple"`` or ``"concat"`` (default: ``None``).
         mixture_form (str, optional): ``"loss"`` or ``"kernel"`` (default: ``"loss"``).
-        lam (float, optional): mixture weight :math:`\lambda` (default: ``0.5``).
+        lam (float, optional): mixture weight :math:`\lambda \in (0, 1)` (default: ``0.5``).
         gamma2 (float, optional): exponent of the second kernel (default: ``2.0``).
         temperature2 (float, optional): its temperature (default: ``temperature``).
         distributed (str, optional): ``"gather"`` or ``"ring"``: the keys span every rank's
@@ -149,22 +220,15 @@ class KernelInfoNCELoss(GraphLoss):
         temperature2: float | None = None,
         distributed: str | None = None,
     ) -> None:
-        check_mode(distributed)
-        if not gamma > 0 or not gamma2 > 0:
-            raise ValueError("gamma and gamma2 must be > 0")
-        if not temperature > 0 or (temperature2 is not None and not temperature2 > 0):
-            raise ValueError("temperatures must be > 0")
-        if mixture not in MIXTURES:
-            raise ValueError(f"mixture must be one of {MIXTURES}, got {mixture!r}")
-        if mixture_form not in MIXTURE_FORMS:
-            raise ValueError(f"mixture_form must be one of {MIXTURE_FORMS}, got {mixture_form!r}")
-        options = {"gamma": gamma, "temperature": temperature, "distributed": distributed}
-        if mixture is not None:
-            options.update(
-                mixture=mixture,
-                mixture_form=mixture_form,
-                lam=lam,
-                gamma2=gamma2,
-                temperature2=temperature2,
-            )
-        super().__init__(**options)
+        super().__init__()
+        _check_options(
+            gamma, temperature, mixture, mixture_form, lam, gamma2, temperature2, distributed
+        )
+        self.gamma = gamma
+        self.temperature = temperature
+        self.mixture = mixture
+        self.mixture_form = mixture_form
+        self.lam = lam
+        self.gamma2 = gamma2
+        self.temperature2 = temperature2
+        self.distributed = distributed

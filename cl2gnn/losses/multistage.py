@@ -48,6 +48,9 @@ class _MemoryLoss(torch.nn.Module):
         """Close the current stage (call at the end of every epoch, or step)."""
         self.memory.next_stage()
 
+    def extra_repr(self) -> str:
+        return f"push={self.push!r}"
+
 
 class MultiStageAlignmentLoss(_MemoryLoss):
     r"""Multi-stage alignment :math:`-\mathbb{E} f(x)^\top \bar{z}` (eq. 13 of *A Message

@@ -6,10 +6,15 @@ from torch_geometric.utils import coalesce, remove_self_loops
 
 from ..distributed import check_mode
 from ..nn._graph import edge_dot
-from ._base import GraphLoss
-from ._distributed import share_of_mean, views_shard
+from ._inputs import (
+    GraphLoss,
+    check_choice,
+    check_positive,
+    resolve_views,
+    share_of_mean,
+    views_shard,
+)
 from ._operators import uniform_attention
-from ._views import resolve_views
 
 FORMS = ("paper", "squared")
 
@@ -26,8 +31,7 @@ def random_walk_loss(
     distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`RandomWalkLoss`."""
-    if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}")
+    _check_options(temperature, form, distributed)
     shard = views_shard(z1, z2, distributed)
     x, edge_index, _ = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
     x = F.normalize(x, dim=-1)
@@ -35,7 +39,7 @@ def random_walk_loss(
     edge_index, _ = remove_self_loops(coalesce(edge_index, num_nodes=n))  # 1[i∼j], j != i
     # P_ij = exp(S_ij - lse_i): UniformAttention's attention (tiled for large N, over every
     # rank's keys when distributed)
-    lse = uniform_attention(float(temperature), distributed).row_logsumexp(x)
+    lse = uniform_attention(temperature, distributed).row_logsumexp(x)
     walk = (edge_dot(x, x, edge_index) / temperature - lse[edge_index[1]]).exp()
     degree = float(edge_index.size(1))
     if form == "paper":  # Σ_{j≁i} P_ij = 1 - Σ_{j∼i} P_ij, as a row of P sums to one
@@ -44,6 +48,12 @@ def random_walk_loss(
         lse_half = uniform_attention(temperature / 2, distributed).row_logsumexp(x)
         total = degree - 2 * walk.sum() + (lse_half - 2 * lse).exp().sum()
     return share_of_mean(total, n, shard)
+
+
+def _check_options(temperature: float, form: str, distributed: str | None) -> None:
+    check_positive(temperature, "temperature")
+    check_choice(form, FORMS, "form")
+    check_mode(distributed)
 
 
 class RandomWalkLoss(GraphLoss):
@@ -86,9 +96,8 @@ class RandomWalkLoss(GraphLoss):
     def __init__(
         self, temperature: float = 0.5, form: str = "paper", distributed: str | None = None
     ) -> None:
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
-        if form not in FORMS:
-            raise ValueError(f"form must be one of {FORMS}, got {form!r}")
-        check_mode(distributed)
-        super().__init__(temperature=temperature, form=form, distributed=distributed)
+        super().__init__()
+        _check_options(temperature, form, distributed)
+        self.temperature = temperature
+        self.form = form
+        self.distributed = distributed

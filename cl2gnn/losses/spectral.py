@@ -9,9 +9,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from .._validation import check_features, check_same_shape
 from ..distributed import Shard, all_reduce_sum, check_mode
 from ..nn._graph import edge_dot
-from ._base import GraphLoss
-from ._distributed import views_shard
-from ._views import resolve_views
+from ._inputs import GraphLoss, check_positive, resolve_views, views_shard
 
 
 def spectral_contrastive(
@@ -26,6 +24,7 @@ def spectral_contrastive(
     distributed: str | None = None,
 ) -> Tensor:
     """Functional form of :class:`SpectralContrastiveLoss`."""
+    _check_options(mu, distributed)
 
     def scale(z: Tensor) -> Tensor:
         return F.normalize(z, dim=-1) * math.sqrt(mu) if normalize else z
@@ -48,6 +47,11 @@ def spectral_contrastive(
         n, weight_total = shard.total, all_reduce_sum(weight_total)
     positive = (weight * edge_dot(x, x, edge_index)).sum() / weight_total
     return world * (-2 * positive + _off_diagonal_square_sum(x, x, shard) / (n * (n - 1)))
+
+
+def _check_options(mu: float, distributed: str | None) -> None:
+    check_positive(mu, "mu")
+    check_mode(distributed)
 
 
 def _off_diagonal_square_sum(a: Tensor, b: Tensor, shard: Shard | None) -> Tensor:
@@ -105,7 +109,8 @@ class SpectralContrastiveLoss(GraphLoss):
     def __init__(
         self, mu: float = 1.0, normalize: bool = True, distributed: str | None = None
     ) -> None:
-        if not mu > 0:
-            raise ValueError(f"mu must be > 0, got {mu}")
-        check_mode(distributed)
-        super().__init__(mu=mu, normalize=normalize, distributed=distributed)
+        super().__init__()
+        _check_options(mu, distributed)
+        self.mu = mu
+        self.normalize = normalize
+        self.distributed = distributed

@@ -3,8 +3,17 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from . import _deprecation
 from .align import AlignConv
 from .uniform import UniformAttention
+
+
+def _uniform_option(name: str) -> property:
+    return property(
+        lambda self: getattr(self.uniform, name),
+        lambda self, value: setattr(self.uniform, name, value),
+        doc=f"``{name}`` of the uniformity operator.",
+    )
 
 
 class ContrastiveConv(torch.nn.Module):
@@ -30,7 +39,8 @@ class ContrastiveConv(torch.nn.Module):
 
     Args:
         step (float, optional): step size :math:`\alpha` (default: ``0.1``).
-        tau (float, optional): temperature (default: ``0.5``).
+        temperature (float, optional): :math:`\tau` (default: ``0.5``; ``tau=`` is a
+            deprecated alias).
         positive_in_denominator (bool, optional): keep the augmentation-graph neighbours
             among the keys of the uniformity term (NT-Xent); ``False`` removes them (the
             decoupled form) (default: ``True``).
@@ -48,22 +58,31 @@ class ContrastiveConv(torch.nn.Module):
         - **output:** features :math:`(N, d)`; :meth:`energy`: scalar
     """
 
+    # options held by the uniformity operator, read and set through it so that a change
+    # after construction reaches it
+    step = _uniform_option("step")
+    temperature = _uniform_option("temperature")
+    stop_gradient = _uniform_option("stop_gradient")
+    implementation = _uniform_option("implementation")
+    distributed = _uniform_option("distributed")
+    tau = _deprecation.tau
+
+    @_deprecation.accepts_tau
     def __init__(
         self,
         step: float = 0.1,
-        tau: float = 0.5,
+        temperature: float = 0.5,
         positive_in_denominator: bool = True,
         stop_gradient: bool = False,
         implementation: str = "auto",
         distributed: str | None = None,
     ) -> None:
         super().__init__()
-        self.step, self.tau = step, tau
         self.positive_in_denominator = positive_in_denominator
-        self.align = AlignConv(step=step / tau)
+        self.align = AlignConv()  # its step, α/τ, is set from the options at each call
         self.uniform = UniformAttention(
             step=step,
-            tau=tau,
+            temperature=temperature,
             stop_gradient=stop_gradient,
             implementation=implementation,
             distributed=distributed,
@@ -81,7 +100,7 @@ class ContrastiveConv(torch.nn.Module):
         keys: Tensor | None = None,
     ) -> Tensor:
         uniform = self.uniform.energy(x, **self._affinity(edge_index, keys))
-        return self.align.energy(x, edge_index, edge_weight) / self.tau + uniform
+        return self.align.energy(x, edge_index, edge_weight) / self.temperature + uniform
 
     def forward(
         self,
@@ -90,6 +109,7 @@ class ContrastiveConv(torch.nn.Module):
         edge_weight: Tensor | None = None,
         keys: Tensor | None = None,
     ) -> Tensor:
+        self.align.step = self.step / self.temperature
         aligned = self.align(x, edge_index, edge_weight)
         return aligned + self.uniform(x, **self._affinity(edge_index, keys)) - x
 
@@ -104,8 +124,8 @@ class ContrastiveConv(torch.nn.Module):
 
     def __repr__(self) -> str:
         return (
-            f"{self.__class__.__name__}(step={self.step}, tau={self.tau}, "
+            f"{self.__class__.__name__}(step={self.step}, temperature={self.temperature}, "
             f"positive_in_denominator={self.positive_in_denominator}, "
-            f"stop_gradient={self.uniform.stop_gradient}"
-            + (f", distributed={self.uniform.distributed!r})" if self.uniform.distributed else ")")
+            f"stop_gradient={self.stop_gradient}, implementation={self.implementation!r}"
+            + (f", distributed={self.distributed!r})" if self.distributed else ")")
         )

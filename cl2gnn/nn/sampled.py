@@ -17,15 +17,19 @@ from .tiled import _acc_dtype
 
 
 def sampled_logits(
-    x: Tensor, keys: Tensor, tau: float, self_loops: bool = False, stop_gradient: bool = False
+    x: Tensor,
+    keys: Tensor,
+    temperature: float,
+    self_loops: bool = False,
+    stop_gradient: bool = False,
 ) -> Tensor:
-    """``[N, K]`` logits ``x_i·x_{k_j}/τ`` in float32 (float64 for float64 input), self
-    pairs ``-inf`` unless ``self_loops``; with ``stop_gradient`` the key rows are detached.
-    The scaling and masking act in place on the fresh product (autograd allows it: ``mm``
-    does not need its output)."""
+    """``[N, K]`` logits ``x_i·x_{k_j}/τ`` (``τ = temperature``) in float32 (float64 for
+    float64 input), self pairs ``-inf`` unless ``self_loops``; with ``stop_gradient`` the key
+    rows are detached. The scaling and masking act in place on the fresh product (autograd
+    allows it: ``mm`` does not need its output)."""
     key_rows = x.index_select(0, keys)
     logits = torch.mm(x, (key_rows.detach() if stop_gradient else key_rows).T)
-    logits = logits.to(_acc_dtype(x.dtype)).mul_(1.0 / tau)
+    logits = logits.to(_acc_dtype(x.dtype)).mul_(1.0 / temperature)
     if not self_loops:
         logits[keys, torch.arange(keys.numel(), device=x.device)] = float("-inf")
     return logits
@@ -56,9 +60,14 @@ class _SampledRowLogSumExp(torch.autograd.Function):
 
 
 def sampled_row_logsumexp(
-    x: Tensor, keys: Tensor, tau: float, stop_gradient: bool = False, self_loops: bool = False
+    x: Tensor,
+    keys: Tensor,
+    temperature: float,
+    stop_gradient: bool = False,
+    self_loops: bool = False,
 ) -> Tensor:
-    """Per row ``log Σ_{j ∈ keys} exp(x_i·x_j/τ)`` (``[N]``, self pairs left out unless
-    ``self_loops``; ``-inf`` for a row without keys). With ``stop_gradient`` the keys are
-    constants in the gradient. ``keys``: distinct ``int64`` row indices."""
-    return _SampledRowLogSumExp.apply(x, keys, float(tau), stop_gradient, self_loops)
+    """Per row ``log Σ_{j ∈ keys} exp(x_i·x_j/τ)`` (``[N]``, ``τ = temperature``, self
+    pairs left out unless ``self_loops``; ``-inf`` for a row without keys). With
+    ``stop_gradient`` the keys are constants in the gradient. ``keys``: distinct ``int64``
+    row indices."""
+    return _SampledRowLogSumExp.apply(x, keys, float(temperature), stop_gradient, self_loops)

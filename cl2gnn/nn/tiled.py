@@ -225,24 +225,24 @@ def _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, a
 
 def tiled_row_logsumexp(
     x: Tensor,
-    tau: float,
+    temperature: float,
     stop_gradient: bool = False,
     self_loops: bool = False,
     exclude_index: Tensor | None = None,
     tile_size: int = 1024,
 ) -> Tensor:
-    r"""Per row ``log Σ_j exp(x_i·x_j/τ)`` (``[N]``) over the complete graph (self pairs
-    optional, a *symmetric* set of pairs ``exclude_index`` removed), exact, in
-    ``O(N d + tile²)`` memory; ``-inf`` for a row without keys. With ``stop_gradient`` the
-    keys are constants in the gradient."""
+    r"""Per row ``log Σ_j exp(x_i·x_j/τ)`` (``[N]``, ``τ = temperature``) over the
+    complete graph (self pairs optional, a *symmetric* set of pairs ``exclude_index``
+    removed), exact, in ``O(N d + tile²)`` memory; ``-inf`` for a row without keys. With
+    ``stop_gradient`` the keys are constants in the gradient."""
     return _TiledRowLogSumExp.apply(
-        x, float(tau), stop_gradient, self_loops, exclude_index, int(tile_size)
+        x, float(temperature), stop_gradient, self_loops, exclude_index, int(tile_size)
     )
 
 
 def tiled_logsumexp(
     x: Tensor,
-    tau: float,
+    temperature: float,
     weight: Tensor | None = None,
     stop_gradient: bool = False,
     self_loops: bool = False,
@@ -250,6 +250,6 @@ def tiled_logsumexp(
     tile_size: int = 1024,
 ) -> Tensor:
     """``Σ_i w_i lse_i`` of :func:`tiled_row_logsumexp`; rows without keys contribute 0."""
-    lse = tiled_row_logsumexp(x, tau, stop_gradient, self_loops, exclude_index, tile_size)
+    lse = tiled_row_logsumexp(x, temperature, stop_gradient, self_loops, exclude_index, tile_size)
     lse = torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))
     return lse.sum() if weight is None else (weight.detach().to(lse.dtype) * lse).sum()

@@ -199,10 +199,11 @@ class _TritonRowLogSumExp(torch.autograd.Function):
 
 
 def triton_row_logsumexp(
-    x: Tensor, tau: float, stop_gradient: bool = False, self_loops: bool = False
+    x: Tensor, temperature: float, stop_gradient: bool = False, self_loops: bool = False
 ) -> Tensor:
-    r"""Per row ``log Σ_{j (≠ i)} exp(x_i·x_j/τ)`` (``[N]``, ``-inf`` for a row without
-    keys), exact, in ``O(N d)`` memory, with the fused Triton kernels; the same function
-    as :func:`~cl2gnn.nn.tiled.tiled_row_logsumexp` without ``exclude_index``."""
+    r"""Per row ``log Σ_{j (≠ i)} exp(x_i·x_j/τ)`` (``[N]``, ``τ = temperature``, ``-inf``
+    for a row without keys), exact, in ``O(N d)`` memory, with the fused Triton kernels;
+    the same function as :func:`~cl2gnn.nn.tiled.tiled_row_logsumexp` without
+    ``exclude_index``."""
     check_triton_input(x)
-    return _TritonRowLogSumExp.apply(x, float(tau), bool(stop_gradient), bool(self_loops))
+    return _TritonRowLogSumExp.apply(x, float(temperature), bool(stop_gradient), bool(self_loops))

@@ -16,6 +16,7 @@ from ..distributed import (
 )
 from ..distributed.collectives import all_reduce_sum
 from ..distributed.partition import masked_logits, masked_logsumexp
+from . import _deprecation
 from ._graph import edge_dot, scatter_logsumexp
 from .sampled import sampled_logits, sampled_row_logsumexp
 from .tiled import tiled_row_logsumexp
@@ -48,7 +49,7 @@ class UniformAttention(MessagePassing):
         \qquad
         X' = (I + \tfrac{\alpha}{\tau} W) X - \tfrac{\alpha}{\tau} W P X,
 
-    so ``step=-tau`` gives softmax self-attention :math:`X' = P X` (eq. 12). Energies are
+    so ``step=-temperature`` gives softmax self-attention :math:`X' = P X` (eq. 12). Energies are
     sums over anchors; an anchor with no affinity edges contributes only the norm term.
     The :math:`-\|x\|^2` terms make :math:`\frac{1}{\tau}` ``AlignConv.energy`` plus this
     energy exactly InfoNCE (Proposition 1).
@@ -66,7 +67,8 @@ class UniformAttention(MessagePassing):
 
     Args:
         step (float, optional): step size :math:`\alpha` (default: ``0.1``).
-        tau (float, optional): temperature :math:`\tau > 0` (default: ``0.5``).
+        temperature (float, optional): :math:`\tau > 0` (default: ``0.5``; ``tau=`` is a
+            deprecated alias).
         stop_gradient (bool, optional): detach the keys (default: ``False``).
         self_loops (bool, optional): keep :math:`i = j` in the implicit complete affinity
             graph (default: ``False``).
@@ -96,10 +98,13 @@ class UniformAttention(MessagePassing):
         - **output:** features :math:`(N, d)`; :meth:`energy`: scalar
     """
 
+    tau = _deprecation.tau
+
+    @_deprecation.accepts_tau
     def __init__(
         self,
         step: float = 0.1,
-        tau: float = 0.5,
+        temperature: float = 0.5,
         stop_gradient: bool = False,
         self_loops: bool = False,
         implementation: str = "auto",
@@ -110,8 +115,8 @@ class UniformAttention(MessagePassing):
         kwargs.setdefault("aggr", "add")
         super().__init__(**kwargs)
         check_mode(distributed)
-        if not tau > 0:
-            raise ValueError(f"tau must be > 0, got {tau}")
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
         if implementation not in IMPLEMENTATIONS:
             raise ValueError(
                 f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}"
@@ -121,7 +126,7 @@ class UniformAttention(MessagePassing):
         self.implementation = implementation
         self.tile_size = tile_size
         self.step = step
-        self.tau = tau
+        self.temperature = temperature
         self.stop_gradient = stop_gradient
         self.self_loops = self_loops
         self.distributed = distributed
@@ -142,7 +147,7 @@ class UniformAttention(MessagePassing):
         lse = self._row_logsumexp(x, edge_index, exclude_index, keys)
         lse_term = (weight * torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))).sum()
         norm_scale = 2.0 if self.stop_gradient else 1.0
-        return lse_term - (weight * (x * x).sum(-1)).sum() / (norm_scale * self.tau)
+        return lse_term - (weight * (x * x).sum(-1)).sum() / (norm_scale * self.temperature)
 
     def row_logsumexp(
         self,
@@ -169,7 +174,7 @@ class UniformAttention(MessagePassing):
         if is_distributed(self.distributed):
             return row_logsumexp(
                 x,
-                inner_product(1.0 / self.tau),
+                inner_product(1.0 / self.temperature),
                 self.distributed,
                 shard_of(x, min_total=1 if self.self_loops else 2),
                 self_loops=self.self_loops,
@@ -180,15 +185,20 @@ class UniformAttention(MessagePassing):
         if edge_index is None and self.implementation == "triton":
             if exclude_index is not None:
                 raise ValueError("the Triton implementation does not take exclude_index")
-            return triton_row_logsumexp(x, self.tau, self.stop_gradient, self.self_loops)
+            return triton_row_logsumexp(x, self.temperature, self.stop_gradient, self.self_loops)
         if edge_index is None and self._use_tiled(x, exclude_index):
             return tiled_row_logsumexp(
-                x, self.tau, self.stop_gradient, self.self_loops, exclude_index, self.tile_size
+                x,
+                self.temperature,
+                self.stop_gradient,
+                self.self_loops,
+                exclude_index,
+                self.tile_size,
             )
         keys = x.detach() if self.stop_gradient else x
         if edge_index is not None:
             edge_index, _ = as_edge_index(edge_index, None, x.size(0))
-            logits = edge_dot(x, keys, edge_index) / self.tau
+            logits = edge_dot(x, keys, edge_index) / self.temperature
             return scatter_logsumexp(logits, edge_index[1], x.size(0))
         return masked_logsumexp(self._dense_logits(x, keys, exclude_index))
 
@@ -203,7 +213,7 @@ class UniformAttention(MessagePassing):
     ) -> Tensor:
         weight, exclude_index, keys = self._check(x, edge_index, weight, exclude_index, keys)
         if keys is not None:
-            logits = sampled_logits(x, keys, self.tau, self.self_loops, self.stop_gradient)
+            logits = sampled_logits(x, keys, self.temperature, self.self_loops, self.stop_gradient)
             attn = torch.nan_to_num(torch.softmax(logits, dim=1)).to(x.dtype)  # no keys: 0
             attn = attn * weight[:, None]
             attended = attn @ x.index_select(0, keys)
@@ -228,7 +238,7 @@ class UniformAttention(MessagePassing):
         else:
             edge_index, _ = as_edge_index(edge_index, None, x.size(0))
             dst = edge_index[1]
-            attn = softmax(edge_dot(x, x, edge_index) / self.tau, dst, num_nodes=x.size(0))
+            attn = softmax(edge_dot(x, x, edge_index) / self.temperature, dst, num_nodes=x.size(0))
             attn = attn * weight[dst]
             attended = self.propagate(edge_index, x=x, edge_weight=attn)
             transposed = (
@@ -236,7 +246,7 @@ class UniformAttention(MessagePassing):
                 if not self.stop_gradient
                 else None
             )
-        rate = self.step / self.tau
+        rate = self.step / self.temperature
         if self.stop_gradient:
             return x + rate * (weight[:, None] * x - attended)
         return x + rate * (2 * weight[:, None] * x - attended - transposed)
@@ -295,7 +305,7 @@ class UniformAttention(MessagePassing):
             count[keys] = k - 1
         complete = n if self.self_loops else n - 1
         scale = torch.log(complete / count.clamp_min(1))  # 0 keys: the lse is -inf anyway
-        lse = sampled_row_logsumexp(x, keys, self.tau, self.stop_gradient, self.self_loops)
+        lse = sampled_row_logsumexp(x, keys, self.temperature, self.stop_gradient, self.self_loops)
         return lse + scale.to(lse.dtype)
 
     def _dense_logits(
@@ -303,11 +313,11 @@ class UniformAttention(MessagePassing):
     ) -> Tensor:
         """Logits of the rows of ``x`` against ``keys``, among which ``x`` starts at row
         ``offset``; self and excluded pairs ``-inf``."""
-        return masked_logits(x @ keys.T / self.tau, offset, self.self_loops, exclude_index)
+        return masked_logits(x @ keys.T / self.temperature, offset, self.self_loops, exclude_index)
 
     def __repr__(self) -> str:
         return (
-            f"{self.__class__.__name__}(step={self.step}, tau={self.tau}, "
+            f"{self.__class__.__name__}(step={self.step}, temperature={self.temperature}, "
             f"stop_gradient={self.stop_gradient}, self_loops={self.self_loops}, "
             f"implementation={self.implementation!r}"
             + (f", distributed={self.distributed!r})" if self.distributed else ")")

@@ -29,8 +29,8 @@ def run(out: Path, steps: int = 1000, seed: int = 0, n_per_class: int = 100) -> 
     graph = radius_graph(points, 0.4)
     init = torch.rand(len(points), 2, generator=gen, dtype=torch.float64) * 2 - 1
     step = 0.1
-    align, uniform = AlignConv(step), UniformAttention(step, tau=1.0)
-    contrastive = ContrastiveConv(step, tau=1.0)
+    align, uniform = AlignConv(step), UniformAttention(step, temperature=1.0)
+    contrastive = ContrastiveConv(step, temperature=1.0)
     updates = {
         "alignment": lambda x: align(x, graph),
         "uniformity": uniform,

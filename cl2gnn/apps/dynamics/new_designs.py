@@ -48,7 +48,7 @@ def attention_study(steps: int, seed: int, n_per_class: int, result: StudyResult
     cross = labels[edge_index[0]] != labels[edge_index[1]]
     init = torch.nn.functional.normalize(points, dim=1)
     tau, step = 0.5, 0.02
-    uniform = UniformAttention(step=step, tau=tau)
+    uniform = UniformAttention(step=step, temperature=tau)
     plain_align = AlignConv(step=step / tau)
     attn_align = AttentionAlignConv(step=step / tau, beta=5.0)
     runs = {"plain": init.clone(), "attention": init.clone()}

@@ -31,7 +31,7 @@ def run(out: Path, steps: int = 1000, seed: int = 0, num_samples: int = 30) -> S
     gen = torch.Generator().manual_seed(seed)
     x = torch.nn.functional.normalize(torch.randn(n, 3, generator=gen, dtype=torch.float64), dim=1)
     # small explicit steps: the uniformity term stiffens as the norms grow (‖x‖²/τ)
-    tau, op = 0.5, ContrastiveConv(step=0.01, tau=0.5)
+    tau, op = 0.5, ContrastiveConv(step=0.01, temperature=0.5)
     gaps = [graph_gap(x, abar, tau)]
     for _ in range(steps):
         x = op(x, edge_index)

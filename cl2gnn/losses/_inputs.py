@@ -1,0 +1,124 @@
+"""What a loss is given: two view batches or features with a graph, its options, and under
+a process group its rank's rows of the global batch.
+
+:class:`GraphLoss` is the module face of a functional loss over both input forms; its
+options are the arguments of the subclass's ``__init__``, kept as plain attributes and
+passed to the functional form, which checks them, at every call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from .._validation import as_edge_index, check_features, check_same_shape
+from ..distributed import Shard, is_distributed, shard_of
+from ..graphs import cached_pair_graph, pair_graph
+
+
+def check_positive(value, name: str) -> None:
+    if not (isinstance(value, numbers.Real) and value > 0):
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+def check_choice(value, choices: tuple, name: str) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+class GraphLoss(torch.nn.Module):
+    """Calls ``functional(z1, z2, edge_index=..., edge_weight=..., sample_id=..., **options)``
+    with the current values of the options (the ``__init__`` arguments, kept as attributes
+    of the same names), so that an option set after construction applies, or fails the
+    functional form's check, at the next call."""
+
+    functional: Callable[..., Tensor]
+    option_names: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.option_names = tuple(inspect.signature(cls.__init__).parameters)[1:]
+
+    def _options(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.option_names}
+
+    def forward(
+        self,
+        z1: Tensor,
+        z2: Tensor | None = None,
+        *,
+        edge_index: Tensor | None = None,
+        edge_weight: Tensor | None = None,
+        sample_id: Tensor | None = None,
+    ) -> Tensor:
+        return self.functional(
+            z1,
+            z2,
+            edge_index=edge_index,
+            edge_weight=edge_weight,
+            sample_id=sample_id,
+            **self._options(),
+        )
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{name}={value!r}" for name, value in self._options().items())
+
+
+def resolve_views(
+    z1: Tensor,
+    z2: Tensor | None = None,
+    edge_index: Tensor | None = None,
+    edge_weight: Tensor | None = None,
+    sample_id: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor | None]:
+    """``(x [N, d], edge_index [2, E], edge_weight)`` from either of the two input forms.
+
+    * two view batches ``z1, z2`` (``[B, d]`` each): ``x = cat([z1, z2])`` with the pair
+      graph linking row ``b`` and row ``B + b``;
+    * features ``z1 = x`` with an augmentation graph: ``edge_index`` (+ ``edge_weight``),
+      e.g. kNN positives, or ``sample_id`` (rows sharing an id are positives).
+    """
+    if z2 is not None:
+        if edge_index is not None or sample_id is not None:
+            raise ValueError("pass either two view batches (z1, z2) or a graph, not both")
+        check_features(z1, "z1")
+        check_features(z2, "z2")
+        check_same_shape(z1, z2)
+        return torch.cat([z1, z2]), cached_pair_graph(z1.size(0), device=z1.device), None
+    check_features(z1, "x")
+    if (edge_index is None) == (sample_id is None):
+        raise ValueError("with a single feature tensor pass exactly one of edge_index, sample_id")
+    if sample_id is not None:
+        if sample_id.shape != (z1.size(0),):
+            raise ValueError(
+                f"sample_id must have shape [N] = [{z1.size(0)}], got {tuple(sample_id.shape)}"
+            )
+        return z1, pair_graph(sample_id=sample_id.to(z1.device)), None
+    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, z1.size(0))
+    return z1, edge_index, edge_weight
+
+
+def views_shard(z1: Tensor, z2: Tensor | None, distributed: str | None) -> Shard | None:
+    """The rows per rank of the stacked views ``x`` (``cat([z1, z2])``, or ``z1``) under a
+    process group of several ranks, ``None`` otherwise. Called before any local check, so
+    that a rank without rows fails on every rank alike instead of leaving the others in a
+    collective."""
+    if not is_distributed(distributed):
+        return None
+    check_features(z1, "z1", min_rows=0)
+    shard = shard_of(z1, min_total=1 if z2 is not None else 2)
+    views = 1 if z2 is None else 2
+    return Shard(shard.rank, tuple(views * size for size in shard.sizes))
+
+
+def share_of_mean(total: Tensor, rows: int, shard: Shard | None) -> Tensor:
+    """``total / rows`` for a sum over this process's ``rows`` anchors; across ranks
+    ``world_size × total / N_global``: ``world_size ×`` this rank's share of the global
+    mean, so that DDP's gradient averaging yields the single-process gradient and the mean
+    of the ranks' values is the global loss (lightly's convention)."""
+    return total / rows if shard is None else total * (shard.world_size / shard.total)
