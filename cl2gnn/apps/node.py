@@ -13,6 +13,7 @@ from tqdm.auto import tqdm
 
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.distributed import rank_and_world
+from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
 from cl2gnn.node.config import default_config
 from cl2gnn.node.evaluate import (
     default_protocol,
@@ -62,6 +63,7 @@ def run_node(
     hidden: int | None = None,
     baselines: bool = False,
     first_seed: int = 0,
+    probe_timeout: float | None = None,
     **overrides,
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
@@ -74,7 +76,11 @@ def run_node(
     there (``first_seed … first_seed + seeds - 1``: a long run in several parts).
 
     Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
-    trains, rank 0 alone shows progress and probes; the other ranks return ``[]``."""
+    trains, rank 0 alone shows progress and probes; the other ranks return ``[]``. They wait
+    for each seed's probe up to ``probe_timeout`` seconds (default ``$CL2GNN_WAIT_TIMEOUT``,
+    else 4 hours), on a gloo group of their own: the process group's timeout (NCCL's 10
+    minutes) would stop them while a large graph's probe runs."""
+    wait_timeout(probe_timeout)  # a bad value fails before any work
     data = load_node_dataset(dataset, root)
     protocols = tuple(protocols or (default_protocol(data),))
     if seeds is None:
@@ -90,7 +96,7 @@ def run_node(
         )
     changes = {"epochs": epochs, "encoder": encoder, "embedding": embedding, "hidden": hidden}
     changes = {"proj_hidden": hidden, **changes, **overrides}
-    config = default_config(data.name)
+    config = default_config(data.name, method)
     if not method_class(method).takes_keys:  # a default's sampled keys serve those that take them
         config = replace(config, num_keys=None)
     config = config.with_overrides(**changes)
@@ -100,28 +106,31 @@ def run_node(
     rows = (method, *BASELINES) if baselines else (method,)
     scores = {(p, row): [] for p in protocols for row in rows}
     epoch_ms, final_losses = [], []
-    for seed in tqdm(
-        range(first_seed, first_seed + seeds), desc=f"{data.name} {method}", disable=not progress
-    ):
-        result = train_node_model(data, method, config, seed, device, progress=False)
-        epoch_ms.append(result.epoch_ms)
-        final_losses.append(result.losses[-1])
-        embeddings = {method: result.embeddings}
-        if baselines:
-            untrained = config.with_overrides(epochs=0)
-            embeddings["untrained encoder"] = train_node_model(
-                data, method, untrained, seed, device, progress=False
-            ).embeddings
-        for protocol in protocols if rank == 0 else ():
-            split = make_split(protocol, data, seed)
-            probe = {"seed": seed, "metric": metric}
-            for row, features in embeddings.items():
-                scores[protocol, row].append(probe_score(features, data.y, split, **probe))
+    group = waiting_group(probe_timeout)  # None without a process group of several ranks
+    try:
+        for seed in tqdm(
+            range(first_seed, first_seed + seeds),
+            desc=f"{data.name} {method}",
+            disable=not progress,
+        ):
+            result = train_node_model(data, method, config, seed, device, progress=False)
+            epoch_ms.append(result.epoch_ms)
+            final_losses.append(result.losses[-1])
+            embeddings = {method: result.embeddings}
             if baselines:
-                scores[protocol, "raw features"].append(probe_score(data.x, data.y, split, **probe))
-                scores[protocol, "raw features, standardised"].append(
-                    probe_score(data.x, data.y, split, scaling="standard", **probe)
-                )
+                untrained = config.with_overrides(epochs=0)
+                embeddings["untrained encoder"] = train_node_model(
+                    data, method, untrained, seed, device, progress=False
+                ).embeddings
+            if rank == 0:
+                _probe(scores, data, protocols, seed, metric, embeddings, baselines)
+            wait_for_rank_zero(  # the others wait here, not in the next seed's collectives
+                group,
+                f"rank 0's probe of seed {seed}",
+                "wait longer with --probe-timeout SECONDS (or $CL2GNN_WAIT_TIMEOUT)",
+            )
+    finally:
+        release(group)
     if rank != 0:
         return []
     device_name = torch.cuda.get_device_name() if str(device).startswith("cuda") else "cpu"
@@ -146,6 +155,29 @@ def run_node(
             }
         results.append(result)
     return results
+
+
+def _probe(
+    scores: dict,
+    data,
+    protocols: tuple[str, ...],
+    seed: int,
+    metric: str,
+    embeddings: dict,
+    baselines: bool,
+) -> None:
+    """Seed ``seed``'s probe score of each of ``embeddings`` (and of the raw features with
+    ``baselines``) under every protocol, appended to ``scores[protocol, row]``."""
+    for protocol in protocols:
+        split = make_split(protocol, data, seed)
+        probe = {"seed": seed, "metric": metric}
+        for row, features in embeddings.items():
+            scores[protocol, row].append(probe_score(features, data.y, split, **probe))
+        if baselines:
+            scores[protocol, "raw features"].append(probe_score(data.x, data.y, split, **probe))
+            scores[protocol, "raw features, standardised"].append(
+                probe_score(data.x, data.y, split, scaling="standard", **probe)
+            )
 
 
 def format_table(results: list[dict]) -> str:

@@ -23,12 +23,24 @@ class NodeConfig:
     ``normalize_features`` row-normalises the input (PyG's ``NormalizeFeatures``, as the
     GRACE and GCA code do).
 
+    Encoder shape: ``first_hidden`` (the first layer's width; ``None``: ``2 · hidden``),
+    ``out_activation`` (the activation after the last layer too), ``batch_norm`` (before
+    each activation) and ``self_loops`` (GCN's added self-loops).
+
     Methods: ``temperature`` of the contrastive losses, ``neighbor_weight`` of graph
     neighbours as positives (``neighbors``, ``homophily``), ``clusters`` of the
     ``homophily`` method's k-means, ``num_keys``: the uniformity term over that many views
     drawn per step instead of all ``2N`` (``None``: exact; full-batch only, a mini-batch's
-    negatives are its seeds). ``swa_start``: embed with the running mean of the encoder's
-    weights from that epoch on.
+    negatives are its seeds). A predictor of ``predictor_layers`` layers, ``predictor_hidden``
+    wide, and a target encoder that follows the online one by an exponential moving average
+    of decay ``ema_decay`` (raised to 1 along a cosine with ``ema_cosine``): ``bgrl``,
+    ``graphacl``. ``decorrelation``: the weight of CCA-SSG's decorrelation term;
+    ``num_samples``: GraphACL's neighbours and negatives drawn per node and step (``None``:
+    all of them). ``swa_start``: embed with the running mean of the encoder's weights from
+    that epoch on.
+
+    Learning rate: a linear warm-up over ``lr_warmup`` epochs, then constant or, with
+    ``lr_cosine``, a cosine decay to zero at the last epoch.
 
     Mini-batches (``batch_size`` set; ``None``: full-batch): seed nodes per step over all
     processes, in-neighbours sampled per node and hop (``num_neighbors``, ``-1``: all), and
@@ -55,6 +67,18 @@ class NodeConfig:
     batch_size: int | None = None
     num_neighbors: tuple[int, ...] = (10, 10)
     distributed: str = "gather"
+    first_hidden: int | None = None
+    out_activation: bool = True
+    batch_norm: bool = False
+    self_loops: bool = True
+    predictor_hidden: int = 512
+    predictor_layers: int = 2
+    ema_decay: float = 0.99
+    ema_cosine: bool = False
+    decorrelation: float = 1e-3
+    num_samples: int | None = 5
+    lr_warmup: int = 0
+    lr_cosine: bool = False
 
     def view_probabilities(self, view: int) -> tuple[float, float, float]:
         """``(edge drop, feature-column mask, node mask)`` probabilities of view 0 or 1."""
@@ -163,6 +187,91 @@ DEFAULTS = {
 UNPUBLISHED = NodeConfig(encoder="sage", embedding="layers", normalize_features=False, num_keys=256)
 
 
-def default_config(dataset: str) -> NodeConfig:
-    """The dataset's published configuration, else :data:`UNPUBLISHED`."""
+# the field's methods as their authors' code runs them: each method's own configuration
+# (BGRL's code has none for the citation graphs: its WikiCS one; CCA-SSG's and GraphACL's
+# for Cora), and GraphACL's per graph for the heterophilous graphs of its paper
+BGRL = NodeConfig(
+    learning_rate=5e-4,
+    hidden=256,
+    first_hidden=512,
+    activation="prelu",
+    batch_norm=True,
+    drop_edge=(0.2, 0.3),
+    drop_feature=(0.2, 0.1),
+    epochs=10_000,
+    lr_warmup=1_000,
+    lr_cosine=True,
+    weight_decay=1e-5,
+    predictor_hidden=512,
+    predictor_layers=2,
+    ema_decay=0.99,
+    ema_cosine=True,
+    normalize_features=True,
+)
+CCA_SSG = NodeConfig(
+    learning_rate=1e-3,
+    hidden=512,
+    first_hidden=512,
+    out_activation=False,
+    drop_edge=(0.4, 0.4),
+    drop_feature=(0.1, 0.1),
+    epochs=50,
+    weight_decay=0.0,
+    decorrelation=1e-3,
+    normalize_features=True,
+)
+GRAPHACL = NodeConfig(  # the heterophilous graphs' code: a linear encoder, sampled pairs
+    learning_rate=1e-4,
+    hidden=4096,
+    first_hidden=4096,
+    activation="none",
+    self_loops=False,
+    drop_edge=(0.0, 0.0),
+    drop_feature=(0.0, 0.0),
+    epochs=50,
+    weight_decay=3e-4,
+    temperature=0.5,
+    predictor_layers=1,
+    ema_decay=0.97,
+    num_samples=5,
+    normalize_features=True,
+)
+METHOD_DEFAULTS = {"bgrl": BGRL, "cca_ssg": CCA_SSG, "graphacl": GRAPHACL}
+PUBLISHED = {
+    ("graphacl", "Cora"): replace(  # the authors' Cora code: every neighbour, every node
+        GRAPHACL,
+        num_samples=None,
+        learning_rate=5e-4,
+        hidden=2048,
+        first_hidden=2048,
+        activation="relu",
+        out_activation=False,
+        self_loops=True,
+        weight_decay=1e-6,
+        temperature=1.0,
+        ema_decay=0.97,
+    ),
+    ("graphacl", "actor"): GRAPHACL.with_overrides(
+        temperature=1.0, ema_decay=0.95, predictor_layers=2, predictor_hidden=4096
+    ),
+    ("graphacl", "texas"): GRAPHACL.with_overrides(
+        hidden=2048, first_hidden=2048, temperature=0.75, ema_decay=0.95
+    ),
+    ("graphacl", "wisconsin"): GRAPHACL.with_overrides(temperature=0.5, ema_decay=0.97),
+    ("graphacl", "cornell"): GRAPHACL.with_overrides(temperature=0.5, ema_decay=0.95),
+    ("graphacl", "chameleon"): GRAPHACL.with_overrides(
+        epochs=30, temperature=0.5, ema_decay=0.999, normalize_features=False
+    ),
+}
+
+
+def default_config(dataset: str, method: str = "grace") -> NodeConfig:
+    """``method``'s configuration for ``dataset``: its authors' for that graph where they
+    publish one, else the method's own (:data:`METHOD_DEFAULTS`), else for the GRACE-family
+    methods the dataset's published configuration (:data:`DEFAULTS`), else
+    :data:`UNPUBLISHED`."""
+    if (method, dataset) in PUBLISHED:
+        return PUBLISHED[method, dataset]
+    if method in METHOD_DEFAULTS:
+        return METHOD_DEFAULTS[method]
     return DEFAULTS.get(dataset, UNPUBLISHED)

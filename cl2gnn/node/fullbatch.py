@@ -22,7 +22,6 @@ class FullBatchTrainer(Trainer):
         self.x = prepare_features(self.features.to(device))
         self.edge_index = data.edge_index.to(device)
         self.num_nodes = data.num_nodes
-        self.total_steps = max(config.epochs, 1)
 
     def step(self) -> Tensor:
         """One optimiser step on two fresh views of the graph; returns the loss."""

@@ -5,10 +5,22 @@ Each step takes a batch of seed nodes, samples their neighbourhoods (PyG's
 ``NeighborLoader``, or :class:`~cl2gnn.graphs.TorchNeighborSampler` where its backends are
 missing), makes two augmented views of the sampled subgraph (the full-batch views:
 ``dropout_edge``, ``mask_feature``) and applies the objective to the seeds' rows of both
-views: the other seeds of the batch are the negatives. Under a process group every rank
-takes its share of each global batch, the encoder's gradients are averaged by DDP and the
-negatives span every rank's seeds (:mod:`cl2gnn.distributed`), so that the step equals one
-process's step on the union of the seeds.
+views: the other seeds of the batch are the negatives. The propagation graph of a view
+normalises by the whole graph's degrees less the view's dropped edges, as layer-wise
+inference does (by the whole graph's): the nodes at a sampled subgraph's edge have few or no
+in-edges in it, and normalising by the subgraph's degrees would weigh their messages
+differently in training and in inference.
+
+Under a process group every rank takes its share of each global batch, the encoder's
+gradients are averaged by DDP and the negatives span every rank's seeds
+(:mod:`cl2gnn.distributed`). What is equal to one process's step on the union of the seeds,
+and what is not: the feature-column masks of a global batch are drawn the same on every rank
+(one generator seeded alike on all), so with complete neighbourhoods (``num_neighbors`` all
+``-1``) and without edge dropping or node masking the ranks' step equals one process's step
+on the same global batches, feature masking included. The neighbour samples, the dropped
+edges and the masked nodes of a rank's own seeds come from the rank's own stream (seeded from
+the run's seed and the rank): they differ from one process's draws, so with those the
+several processes make a step of the same distribution, not the same step.
 """
 
 from __future__ import annotations
@@ -25,6 +37,7 @@ from torch_geometric.sampler import BaseSampler, NodeSamplerInput
 
 from .._validation import check_integer
 from ..distributed import gather_rows, rank_and_world, shard_of
+from ..distributed.launch import stream_seed
 from ..graphs import neighbor_loader
 from .config import NodeConfig
 from .features import is_sparse, prepare_features
@@ -33,6 +46,10 @@ from .models import GraphEncoder, read_out
 from .trainer import Trainer
 from .views import augment
 
+# the keys of the run's random streams (stream_seed(seed, key, ...)): the feature-column masks,
+# the same on every rank, and each rank's own stream (neighbour samples, dropped edges)
+FEATURE_MASK_STREAM, RANK_STREAM = 0, 1
+
 
 class SeedBatches(torch.utils.data.Sampler):
     """The seed nodes of one process's batches (a ``batch_sampler`` for the loaders).
@@ -40,8 +57,10 @@ class SeedBatches(torch.utils.data.Sampler):
     Every epoch draws a permutation of the ``num_seeds`` seeds from a generator seeded with
     ``seed`` (the same permutation on every rank), cuts it into global batches of
     ``batch_size`` and gives this rank its share of each (:func:`torch.tensor_split`:
-    shares differ by at most one seed). A last global batch too small to give every rank
-    a seed joins the batch before it. Each seed is in one batch of one rank per epoch.
+    shares differ by at most one seed). Every share holds at least ``min_share`` seeds (the
+    smallest batch the method needs, :attr:`~cl2gnn.node.methods.NodeMethod.min_batch_size`):
+    a last global batch too small for that joins the batch before it. Each seed is in one
+    batch of one rank per epoch.
 
     Args:
         num_seeds (int): the seeds are ``0 … num_seeds - 1`` (indices of the loader's
@@ -50,34 +69,42 @@ class SeedBatches(torch.utils.data.Sampler):
         rank (int, optional): this process's rank (default: ``0``).
         world_size (int, optional): the number of processes (default: ``1``).
         seed (int, optional): seeds the permutations (default: ``0``).
+        min_share (int, optional): the fewest seeds of a rank's share (default: ``1``).
     """
 
     def __init__(
-        self, num_seeds: int, batch_size: int, *, rank: int = 0, world_size: int = 1, seed: int = 0
+        self,
+        num_seeds: int,
+        batch_size: int,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        seed: int = 0,
+        min_share: int = 1,
     ) -> None:
         check_integer(num_seeds, "num_seeds", 1)
         check_integer(batch_size, "batch_size", 1)
         check_integer(world_size, "world_size", 1)
         check_integer(rank, "rank", 0, world_size - 1)
-        if world_size > num_seeds:
+        check_integer(min_share, "min_share", 1)
+        self.smallest = world_size * min_share  # the fewest seeds of a global batch
+        each = f"every process needs at least {min_share} seed{'s' if min_share > 1 else ''}"
+        if num_seeds < self.smallest:
+            raise ValueError(f"{world_size} processes but {num_seeds} seed nodes: {each}")
+        if batch_size < self.smallest:
             raise ValueError(
-                f"{world_size} processes but {num_seeds} seed nodes: every process needs at "
-                "least one"
-            )
-        if batch_size < world_size:
-            raise ValueError(
-                f"batch_size {batch_size} is smaller than the {world_size} processes: every "
-                "process needs a seed in every batch"
+                f"batch_size {batch_size} is too small for {world_size} processes: {each} "
+                "in every batch"
             )
         self.num_seeds, self.batch_size = num_seeds, batch_size
-        self.rank, self.world_size = rank, world_size
+        self.rank, self.world_size, self.min_share = rank, world_size, min_share
         self.generator = torch.Generator().manual_seed(seed)
 
     def global_batches(self) -> list[Tensor]:
         """The next epoch's global batches (advances the generator)."""
         order = torch.randperm(self.num_seeds, generator=self.generator)
         batches = list(order.split(self.batch_size))
-        if len(batches) > 1 and batches[-1].numel() < self.world_size:
+        if len(batches) > 1 and batches[-1].numel() < self.smallest:
             batches[-2:] = [torch.cat(batches[-2:])]
         return batches
 
@@ -89,7 +116,7 @@ class SeedBatches(torch.utils.data.Sampler):
         full, rest = divmod(self.num_seeds, self.batch_size)
         if rest == 0:
             return full
-        return full if full and rest < self.world_size else full + 1
+        return full if full and rest < self.smallest else full + 1
 
 
 def check_num_neighbors(num_neighbors: tuple[int, ...] | list[int], layers: int = 2) -> None:
@@ -181,7 +208,7 @@ class MinibatchTrainer(Trainer):
         distributed = config.distributed if world > 1 else None
         super().__init__(data, method, config, seed, device, distributed)  # same initial weights
         self.world = world
-        self.x = self.features.float()
+        self.x = self.features.to(torch.get_default_dtype())  # float64 where it is the default
         self.sparse = is_sparse(self.x)
         if world > 1:
             self.model = DistributedDataParallel(self.model)
@@ -190,7 +217,7 @@ class MinibatchTrainer(Trainer):
         self.loader = neighbor_loader(graph, config.num_neighbors, batch_sampler=self.batches)
         self.one_hop = full_neighbourhood(self.loader.node_sampler)
         self.degree = self.encoder.degree(data.edge_index, n)
-        self.total_steps = max(config.epochs * len(self.batches), 1)
+        self.steps_per_epoch = len(self.batches)
 
     def step(self, batch: Data) -> Tensor:
         """One optimiser step on a sampled batch; returns the loss (this rank's value)."""

@@ -20,40 +20,74 @@ ACTIVATIONS = {
     "prelu": torch.nn.PReLU,
     "rrelu": torch.nn.RReLU,
     "elu": torch.nn.ELU,
+    "none": torch.nn.Identity,
 }
 
 
 class GraphEncoder(torch.nn.Module):
-    """``act(conv2(act(conv1(x))))`` with ``conv1: in -> 2·hidden``, ``conv2: -> hidden``.
+    """``act(norm(conv2(act(norm(conv1(x))))))``, ``conv1: in -> first_hidden`` (GRACE's
+    ``2 · hidden`` by default), ``conv2: -> hidden``.
 
     ``conv="sage"`` is GraphSAGE's convolution, ``W_self h_i + W_nbr mean_{j∈N(i)} h_j``:
     each node's own features keep their own weights beside the neighbours' mean (the
     ego/neighbour separation of heterophily-aware GNNs), where GCN averages them together.
+
+    Args:
+        in_dim (int): input features.
+        hidden (int): output width.
+        activation (str, optional): ``"relu"``, ``"prelu"``, ``"rrelu"``, ``"elu"`` or
+            ``"none"`` (a linear encoder) (default: ``"relu"``).
+        conv (str, optional): ``"gcn"``, ``"sage"`` or ``"gat"`` (default: ``"gcn"``).
+        heads (int, optional): GAT's heads in the first layer (default: ``4``).
+        first_hidden (int, optional): the first layer's width (default: ``2 · hidden``).
+        out_activation (bool, optional): the activation after the last layer too
+            (default: ``True``).
+        batch_norm (bool, optional): batch normalisation before each activation (BGRL's
+            encoder) (default: ``False``).
+        self_loops (bool, optional): GCN's added self-loops, ``Â = D^-½(A+I)D^-½``;
+            ``False`` normalises the graph as it is (default: ``True``).
     """
 
     def __init__(
-        self, in_dim: int, hidden: int, activation: str = "relu", conv: str = "gcn", heads: int = 4
+        self,
+        in_dim: int,
+        hidden: int,
+        activation: str = "relu",
+        conv: str = "gcn",
+        heads: int = 4,
+        *,
+        first_hidden: int | None = None,
+        out_activation: bool = True,
+        batch_norm: bool = False,
+        self_loops: bool = True,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         if conv not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {conv!r}")
-        self.kind = conv
+        self.kind, self.self_loops = conv, self_loops
+        first = 2 * hidden if first_hidden is None else first_hidden
         if conv == "gcn":  # normalised once per view by propagation_graph, then SpMM
-            self.conv1 = GCNConv(in_dim, 2 * hidden, normalize=False)
-            self.conv2 = GCNConv(2 * hidden, hidden, normalize=False)
+            self.conv1 = GCNConv(in_dim, first, normalize=False)
+            self.conv2 = GCNConv(first, hidden, normalize=False)
         elif conv == "sage":  # "sum" over the row-normalised adjacency: the neighbours' mean
-            self.conv1 = SAGEConv(in_dim, 2 * hidden, aggr="sum")
-            self.conv2 = SAGEConv(2 * hidden, hidden, aggr="sum")
+            self.conv1 = SAGEConv(in_dim, first, aggr="sum")
+            self.conv2 = SAGEConv(first, hidden, aggr="sum")
         else:
-            self.conv1 = GATConv(in_dim, 2 * hidden // heads, heads=heads)
-            self.conv2 = GATConv(2 * hidden, hidden, heads=1)
-        self.act1, self.act2 = ACTIVATIONS[activation](), ACTIVATIONS[activation]()
+            if first % heads:
+                raise ValueError(f"the first layer's width {first} must divide by {heads} heads")
+            self.conv1 = GATConv(in_dim, first // heads, heads=heads)
+            self.conv2 = GATConv(first, hidden, heads=1)
+        self.act1 = ACTIVATIONS[activation]()
+        self.act2 = ACTIVATIONS[activation]() if out_activation else torch.nn.Identity()
+        norm = torch.nn.BatchNorm1d if batch_norm else lambda _: torch.nn.Identity()
+        self.norm1, self.norm2 = norm(first), norm(hidden)
 
     def reset_parameters(self) -> None:
-        self.conv1.reset_parameters()
-        self.conv2.reset_parameters()
+        for module in (self.conv1, self.conv2, self.norm1, self.norm2, self.act1, self.act2):
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
 
     def propagation_graph(
         self, edge_index: Tensor, num_nodes: int, degree: Tensor | None = None
@@ -69,14 +103,18 @@ class GraphEncoder(torch.nn.Module):
             return edge_index
         if degree is None:
             if self.kind == "gcn":
-                edge_index, weight = gcn_norm(edge_index, None, num_nodes, add_self_loops=True)
+                edge_index, weight = gcn_norm(
+                    edge_index, None, num_nodes, add_self_loops=self.self_loops
+                )
             else:
                 weight = 1.0 / degree_of(edge_index[1], num_nodes)[edge_index[1]]
-        elif self.kind == "gcn":  # gcn_norm's self-loops: one of weight 1 per node
-            edge_index = edge_index[:, edge_index[0] != edge_index[1]]
-            loops = torch.arange(num_nodes, device=edge_index.device).expand(2, -1)
-            edge_index = torch.cat([edge_index, loops], 1)
+        elif self.kind == "gcn":
+            if self.self_loops:  # gcn_norm's self-loops: one of weight 1 per node
+                edge_index = edge_index[:, edge_index[0] != edge_index[1]]
+                loops = torch.arange(num_nodes, device=edge_index.device).expand(2, -1)
+                edge_index = torch.cat([edge_index, loops], 1)
             scale = degree.to(torch.get_default_dtype()).rsqrt()
+            scale = scale.masked_fill(scale.isinf(), 0.0)  # a node without edges sends nothing
             weight = scale[edge_index[0]] * scale[edge_index[1]]
         else:
             weight = 1.0 / degree.to(torch.get_default_dtype())[edge_index[1]]
@@ -86,13 +124,14 @@ class GraphEncoder(torch.nn.Module):
 
     def degree(self, edge_index: Tensor, num_nodes: int) -> Tensor:
         """The degrees :meth:`propagation_graph` normalises by, counted without copying the
-        edges: GCN's in-degree with one self-loop per node (``gcn_norm``'s), GraphSAGE's
-        plain in-degree; ``None`` for GAT (its attention needs none)."""
+        edges: GCN's in-degree with one self-loop per node (``gcn_norm``'s; the plain
+        in-degree with ``self_loops=False``), GraphSAGE's plain in-degree; ``None`` for GAT
+        (its attention needs none)."""
         if self.kind == "gat":
             return None
         target = edge_index[1]
         degree = torch.bincount(target, minlength=num_nodes)
-        if self.kind == "sage":
+        if self.kind == "sage" or not self.self_loops:
             return degree
         loops = torch.bincount(target[edge_index[0] == target], minlength=num_nodes)
         return degree - loops + 1
@@ -114,8 +153,8 @@ class GraphEncoder(torch.nn.Module):
         :meth:`propagation_graph`): the two steps of :meth:`forward`, for layer-wise
         inference."""
         if index == 0:
-            return self.act1(self._first_conv(x, graph))
-        return self.act2(self.conv2(x, graph))
+            return self.act1(self.norm1(self._first_conv(x, graph)))
+        return self.act2(self.norm2(self.conv2(x, graph)))
 
     def forward(self, x: Tensor | SparseFeatures, graph: Tensor, readout: str = "last") -> Tensor:
         """``graph``: the output of :meth:`propagation_graph`. ``readout`` (an embedding for

@@ -15,6 +15,9 @@ METHODS = (
     "knn",
     "neighbors",
     "homophily",
+    "bgrl",
+    "cca_ssg",
+    "graphacl",
 )
 # grace: random 10/90, C by CV; gca: random 10/10/80; public: Planetoid's split;
 # splits: the dataset's own shipped splits (C on their validation nodes)

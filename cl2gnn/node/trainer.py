@@ -3,6 +3,7 @@ optimiser, one optimisation step, and the interface :func:`~cl2gnn.node.fit.fit`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -55,13 +56,23 @@ class Trainer:
         if config.normalize_features:
             x = NormalizeFeatures()(Data(x=x)).x
         self.features = x
-        self.encoder = GraphEncoder(x.size(1), config.hidden, config.activation, config.encoder)
+        self.encoder = GraphEncoder(
+            x.size(1),
+            config.hidden,
+            config.activation,
+            config.encoder,
+            first_hidden=config.first_hidden,
+            out_activation=config.out_activation,
+            batch_norm=config.batch_norm,
+            self_loops=config.self_loops,
+        )
         self.method = make_method(
             method,
             config,
             num_nodes=data.num_nodes,
             graph=data.edge_index,
             distributed=distributed,
+            encoder=self.encoder,
         )
         self.model = EncoderAndMethod(self.encoder, self.method).to(device)
         self.label = getattr(self.method, "label", self.method.name)
@@ -69,12 +80,31 @@ class Trainer:
         self.optimizer = torch.optim.Adam(
             params, lr=config.learning_rate, weight_decay=config.weight_decay
         )
-        self.steps, self.total_steps = 0, 1
+        self.steps, self.steps_per_epoch = 0, 1
+
+    @property
+    def total_steps(self) -> int:
+        return max(self.config.epochs * self.steps_per_epoch, 1)
+
+    def learning_rate(self, step: int) -> float:
+        """The learning rate of optimiser step ``step`` (from 0): linear warm-up over
+        ``config.lr_warmup`` epochs, then constant or a cosine decay to zero."""
+        config = self.config
+        warmup = config.lr_warmup * self.steps_per_epoch
+        if step < warmup:
+            return config.learning_rate * (step + 1) / warmup
+        if not config.lr_cosine:
+            return config.learning_rate
+        done = (step - warmup) / max(self.total_steps - warmup, 1)
+        return config.learning_rate * 0.5 * (1 + math.cos(math.pi * done))
 
     def optimise(self, loss: Tensor) -> None:
         """One optimiser step on ``loss``, then the method's :meth:`~NodeMethod.after_step`."""
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if self.config.lr_warmup or self.config.lr_cosine:
+            for group in self.optimizer.param_groups:
+                group["lr"] = self.learning_rate(self.steps)
         self.optimizer.step()
         self.steps += 1
         self.method.after_step(self.encoder, min(1.0, self.steps / self.total_steps))

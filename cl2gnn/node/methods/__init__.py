@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import Tensor
 
 from ..config import NodeConfig
 from ..names import METHODS
 from .base import NodeMethod, ViewBatch
+from .bgrl import BGRL
+from .cca_ssg import CCASSG
 from .contrastive import (
     Attention,
     CallableObjective,
@@ -27,6 +30,7 @@ from .contrastive import (
     RandomWalk,
     Spectral,
 )
+from .graphacl import GraphACL
 
 REGISTRY: dict[str, type[NodeMethod]] = {
     cls.name: cls
@@ -40,6 +44,9 @@ REGISTRY: dict[str, type[NodeMethod]] = {
         KNearest,
         Neighbors,
         Homophily,
+        BGRL,
+        CCASSG,
+        GraphACL,
     )
 }
 
@@ -58,10 +65,12 @@ def make_method(
     num_nodes: int,
     graph: Tensor | None = None,
     distributed: str | None = None,
+    encoder: torch.nn.Module | None = None,
 ) -> NodeMethod:
     """Method ``method`` (a registered name, or an objective ``(z1, z2, h1, h2) -> loss``
     on GRACE's scheme) for a graph of ``num_nodes`` nodes, checked against ``config``:
-    sampled keys, mini-batches and a process group only for the methods that take them."""
+    sampled keys, mini-batches and a process group only for the methods that take them;
+    ``encoder`` is the online encoder (for methods with a target encoder)."""
     if callable(method):
         cls, extra = CallableObjective, {"objective": method}
     else:
@@ -85,7 +94,9 @@ def make_method(
             )
         if config.num_keys is not None:
             raise ValueError("distributed takes no num_keys: the negatives are every rank's")
-    return cls(config, num_nodes=num_nodes, graph=graph, distributed=distributed, **extra)
+    return cls(
+        config, num_nodes=num_nodes, graph=graph, distributed=distributed, encoder=encoder, **extra
+    )
 
 
 __all__ = [

@@ -52,6 +52,8 @@ class NodeMethod(torch.nn.Module):
             beyond the batch.
         distributed (str, optional): ``"gather"`` or ``"ring"`` under a process group
             (methods with ``spans_ranks``).
+        encoder (torch.nn.Module, optional): the online encoder, for methods that keep a
+            copy of it (a target encoder).
     """
 
     name: ClassVar[str]
@@ -67,6 +69,7 @@ class NodeMethod(torch.nn.Module):
         num_nodes: int,
         graph: Tensor | None = None,
         distributed: str | None = None,
+        encoder: torch.nn.Module | None = None,
     ) -> None:
         super().__init__()
         self.num_nodes = num_nodes

@@ -1,0 +1,76 @@
+"""BGRL: bootstrapped graph latents."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ...graphs import pair_graph
+from ...nn import AlignConv
+from ..config import NodeConfig
+from .base import NodeMethod, ViewBatch
+from .target import TargetEncoder, predictor
+
+
+def bootstrap_loss(p1: Tensor, p2: Tensor, t1: Tensor, t2: Tensor) -> Tensor:
+    r"""BGRL's (and BYOL's) symmetric loss: each view's prediction aligned with the other
+    view's stop-gradient target,
+
+    .. math::
+        \mathcal{L} = 2 - \frac{1}{N} \sum_i \cos(p_{1,i}, \operatorname{sg} t_{2,i})
+                    - \frac{1}{N} \sum_i \cos(p_{2,i}, \operatorname{sg} t_{1,i}),
+
+    computed as :class:`~cl2gnn.nn.AlignConv`'s energy on the pair graph of the unit-norm
+    prediction and target rows: ``tr(Xᵀ L X) = Σ_i ‖p̂_i - t̂_i‖² = Σ_i (2 - 2 cos)``.
+
+    Shapes: ``p1, p2, t1, t2`` :math:`(N, d)`; output: scalar.
+    """
+    n = p1.size(0)
+    pairs = pair_graph(n, 2, device=p1.device)
+    align = AlignConv()
+    energy = sum(
+        align.energy(torch.cat([F.normalize(p, dim=-1), F.normalize(t.detach(), dim=-1)]), pairs)
+        for p, t in ((p1, t2), (p2, t1))
+    )
+    return energy / (2 * n)
+
+
+class BGRL(NodeMethod):
+    r"""BGRL (Thakoor et al., *Large-Scale Representation Learning on Graphs via
+    Bootstrapping*, ICLR 2022): the online encoder and a predictor :math:`q` on one view
+    predict the other view's output of a target encoder, an exponential moving average of
+    the online one (:class:`~cl2gnn.node.methods.target.TargetEncoder`); no negatives.
+
+    In the message-passing reading this is alignment alone, :class:`~cl2gnn.nn.AlignConv`
+    on the pair graph, toward a stop-gradient target: the dynamics of SimSiam and of
+    :class:`~cl2gnn.nn.MultiStageMemory` (eq. 13), with the target made by a moving
+    average of the encoder instead of a stored mean. Without the predictor and the moving
+    average it collapses (all embeddings to one point).
+
+    The authors' code: predictor ``Linear(d, 512) → PReLU → Linear(512, d)``; target
+    re-initialised, its decay raised from 0.99 to 1 along a cosine; the encoder's layers
+    GCN → batch norm → PReLU (the configuration's ``batch_norm``, ``activation``).
+    Under ``torchrun`` DDP's gradient average is the global batch's gradient (there are no
+    negatives to share).
+    """
+
+    name = "bgrl"
+    spans_ranks = True
+
+    def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
+        super().__init__(config, encoder=encoder, **context)
+        self.predictor = predictor(
+            config.hidden, config.predictor_hidden, config.predictor_layers, "prelu"
+        )
+        self.target = TargetEncoder(
+            encoder, config.ema_decay, cosine=config.ema_cosine, reinitialise=True
+        )
+
+    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
+        h1, h2 = self.encode(encoder, batch)
+        t1, t2 = (t[: batch.num_seeds] for t in self.target(batch))
+        return bootstrap_loss(self.predictor(h1), self.predictor(h2), t1, t2)
+
+    def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
+        self.target.update(encoder, progress)

@@ -1,0 +1,248 @@
+"""The field's methods (BGRL, CCA-SSG, GraphACL): each loss, by value and gradient, against a
+float64 loop over its formula written here without cl2gnn's code; and each method's
+composition: what it feeds its loss, its target encoder's moving average, its sampling."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from cl2gnn.node import REGISTRY, NodeConfig, ViewBatch, make_method, train_node_model
+from cl2gnn.node.methods import ContrastiveMethod
+from cl2gnn.node.methods.bgrl import bootstrap_loss
+from cl2gnn.node.methods.cca_ssg import cca_ssg_loss
+from cl2gnn.node.methods.graphacl import graphacl_loss, sample_neighbours
+from cl2gnn.node.methods.target import TargetEncoder
+from cl2gnn.node.models import GraphEncoder
+
+f64 = torch.float64
+FIELD = ("bgrl", "cca_ssg", "graphacl")
+
+
+def dot(a, b):
+    return sum(a[c] * b[c] for c in range(len(a)))
+
+
+def cosine(a, b):
+    return dot(a, b) / torch.sqrt(dot(a, a) * dot(b, b))
+
+
+def bootstrap_reference(p1, p2, t1, t2):
+    n = len(p1)
+    return (
+        2
+        - sum(cosine(p1[i], t2[i]) for i in range(n)) / n
+        - sum(cosine(p2[i], t1[i]) for i in range(n)) / n
+    )
+
+
+def cca_ssg_reference(h1, h2, lam):
+    n, d = h1.shape
+
+    def standardised(h):
+        columns = []
+        for c in range(d):
+            mean = sum(h[i, c] for i in range(n)) / n
+            std = torch.sqrt(sum((h[i, c] - mean) ** 2 for i in range(n)) / (n - 1))
+            columns.append([(h[i, c] - mean) / std for i in range(n)])
+        return columns  # [d][n]
+
+    z1, z2 = standardised(h1), standardised(h2)
+    trace = sum(sum(z1[c][i] * z2[c][i] for i in range(n)) / n for c in range(d))
+    decor = 0.0
+    for z in (z1, z2):
+        for a in range(d):
+            for b in range(d):
+                gram = sum(z[a][i] * z[b][i] for i in range(n)) / n
+                decor = decor + ((1.0 if a == b else 0.0) - gram) ** 2
+    return -trace + lam * decor
+
+
+def graphacl_reference(p, u, z, positives, tau, negatives=None):
+    anchors = len(z)
+    per_anchor = {}
+    for k, i in positives.T.tolist():
+        keys = range(anchors) if negatives is None else negatives[i].tolist()
+        positive = dot(p[i], u[k]) / tau
+        denominator = torch.exp(positive) + sum(torch.exp(dot(z[i], z[j]) / tau) for j in keys)
+        per_anchor.setdefault(i, []).append(torch.log(denominator) - positive)
+    return sum(sum(terms) / len(terms) for terms in per_anchor.values()) / len(per_anchor)
+
+
+def value_and_grads(fn, *inputs):
+    inputs = [x.clone().requires_grad_(True) for x in inputs]
+    value = fn(*inputs)
+    return [value, *torch.autograd.grad(value, inputs, materialize_grads=True)]
+
+
+def assert_close(got, expected):
+    for a, b in zip(got, expected, strict=True):
+        assert torch.allclose(a, b, rtol=1e-10, atol=1e-12), (a, b)
+
+
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=f64)
+
+
+def test_the_field_is_registered_beside_the_contrastive_family():
+    assert tuple(n for n, c in REGISTRY.items() if not issubclass(c, ContrastiveMethod)) == FIELD
+
+
+def test_bootstrap_loss_equals_reference():
+    inputs = [randn(5, 3, seed=s) for s in range(4)]
+    got = value_and_grads(bootstrap_loss, *inputs)
+    expected = value_and_grads(bootstrap_reference, *inputs)
+    assert_close(got[:3], expected[:3])  # value, the predictions' gradients
+    assert torch.count_nonzero(got[3]) == 0 and torch.count_nonzero(got[4]) == 0  # sg targets
+
+
+@pytest.mark.parametrize("lam", [0.0, 1e-3, 0.5])
+def test_cca_ssg_loss_equals_reference(lam):
+    h1, h2 = randn(7, 3, seed=1), randn(7, 3, seed=2)
+    got = value_and_grads(lambda a, b: cca_ssg_loss(a, b, lam), h1, h2)
+    assert_close(got, value_and_grads(lambda a, b: cca_ssg_reference(a, b, lam), h1, h2))
+
+
+@pytest.mark.parametrize("sampled", [False, True], ids=["dense", "sampled negatives"])
+def test_graphacl_loss_equals_reference(sampled):
+    anchors, rows, d, tau = 5, 7, 3, 0.6
+    p, z = (F.normalize(randn(anchors, d, seed=s), dim=1) for s in (3, 4))
+    u = F.normalize(randn(rows, d, seed=5), dim=1)
+    # irregular: anchor 0 has three positives, anchor 3 one (itself), anchor 4 none
+    positives = torch.tensor([[1, 5, 6, 0, 2, 3], [0, 0, 0, 1, 2, 3]])
+    negatives = torch.tensor([[1, 2], [0, 0], [4, 2], [3, 1], [0, 4]]) if sampled else None
+    got = value_and_grads(
+        lambda a, b, c: graphacl_loss(a, b, c, positives, tau, negatives), p, u, z
+    )
+    expected = value_and_grads(
+        lambda a, b, c: graphacl_reference(a, b, c, positives, tau, negatives), p, u, z
+    )
+    assert_close(got, expected)
+
+
+def test_references_tell_the_losses_apart():
+    # a loss that dropped a term would fail above: every term moves the value here
+    h1, h2 = randn(6, 3, seed=1), randn(6, 3, seed=2)
+    assert cca_ssg_reference(h1, h2, 0.0) != cca_ssg_reference(h1, h2, 0.1)
+    p = F.normalize(randn(4, 3, seed=3), dim=1)
+    pos = torch.tensor([[1, 2, 0], [0, 1, 2]])
+    dense = graphacl_reference(p, p, p, pos, 0.5)
+    assert dense != graphacl_reference(p, p, p, pos, 0.5, torch.tensor([[1], [2], [0], [0]]))
+
+
+def small_graph():
+    edges = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [4, 0], [5, 5]]).T
+    return torch.cat([edges, edges.flip(0)], dim=1)
+
+
+def encoder_and_batch(config, seed=0):
+    torch.manual_seed(seed)
+    edge_index = small_graph()
+    x = randn(6, 4, seed=seed + 10).float()
+    encoder = GraphEncoder(
+        4,
+        config.hidden,
+        config.activation,
+        first_hidden=config.first_hidden,
+        batch_norm=config.batch_norm,
+        self_loops=config.self_loops,
+    )
+    graph = encoder.propagation_graph(edge_index, 6)
+    return encoder, ViewBatch([(x, graph), (x * 0.5, graph)], edge_index, 6)
+
+
+def test_bgrl_aligns_its_predictions_with_the_targets_outputs():
+    config = NodeConfig(hidden=8, batch_norm=True, activation="prelu", predictor_hidden=16)
+    encoder, batch = encoder_and_batch(config)
+    method = make_method("bgrl", config, num_nodes=6, encoder=encoder)
+    loss = method(encoder, batch)
+    h = [encoder(x, g) for x, g in batch.views]
+    with torch.no_grad():
+        t = [method.target.encoder(x, g) for x, g in batch.views]
+    expected = bootstrap_loss(method.predictor(h[0]), method.predictor(h[1]), t[0], t[1])
+    assert torch.allclose(loss, expected)
+    # the target is a constant: outside the optimiser, its outputs without a graph
+    assert not any(p.requires_grad for p in method.target.parameters())
+    assert not any(t.requires_grad for t in method.target(batch))
+    # BGRL's target starts from other weights than the online encoder (the authors' code)
+    assert not torch.equal(method.target.encoder.conv1.lin.weight, encoder.conv1.lin.weight)
+
+
+@pytest.mark.parametrize("cosine", [False, True])
+def test_target_moves_by_the_moving_average(cosine):
+    online = GraphEncoder(4, 3, batch_norm=True)
+    target = TargetEncoder(online, decay=0.9, cosine=cosine)
+    before = {k: v.clone() for k, v in target.encoder.state_dict().items()}
+    with torch.no_grad():
+        for parameter in online.parameters():
+            parameter.add_(1.0)
+    progress = 0.25
+    target.update(online, progress)
+    decay = 1 - 0.1 * (math.cos(math.pi * progress) + 1) / 2 if cosine else 0.9
+    for key, value in target.encoder.state_dict().items():
+        if value.is_floating_point():
+            expected = decay * before[key] + (1 - decay) * online.state_dict()[key]
+            assert torch.allclose(value, expected, atol=1e-6), key
+    assert TargetEncoder(online, 0.99, cosine=True).current_decay(1.0) == 1.0
+
+
+def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
+    config = NodeConfig(hidden=3, first_hidden=5, decorrelation=0.2)
+    encoder, batch = encoder_and_batch(config)
+    method = make_method("cca_ssg", config, num_nodes=6, encoder=encoder)
+    h = [encoder(x, g) for x, g in batch.views]
+    assert torch.allclose(method(encoder, batch), cca_ssg_loss(h[0], h[1], 0.2))
+
+
+@pytest.mark.parametrize("self_loops", [False, True])
+def test_graphacl_dense_form_uses_every_neighbour_and_node(self_loops):
+    config = NodeConfig(hidden=4, num_samples=None, temperature=0.7, self_loops=self_loops)
+    encoder, batch = encoder_and_batch(config)
+    method = make_method("graphacl", config, num_nodes=6, encoder=encoder)
+    loss = method(encoder, batch)
+    h = encoder(*batch.views[0])
+    with torch.no_grad():
+        u = method.target.encoder(*batch.views[0])
+    edges = small_graph()
+    edges = edges[:, edges[0] != edges[1]]
+    if self_loops:  # every node its own neighbour once
+        edges = torch.cat([edges, torch.arange(6).expand(2, -1)], dim=1)
+    else:  # the graph as it is: node 5's self-loop is its one neighbour
+        edges = torch.cat([edges, torch.tensor([[5], [5]])], dim=1)
+    expected = graphacl_reference(
+        F.normalize(method.predictor(h), dim=1),
+        F.normalize(u, dim=1),
+        F.normalize(h, dim=1),
+        edges,
+        0.7,
+    )
+    assert torch.allclose(loss, expected, atol=1e-6)
+
+
+def test_sample_neighbours_draws_without_replacement_and_pads_short_nodes():
+    # node 0: five neighbours; node 1: two; node 2: none
+    edge_index = torch.tensor([[3, 4, 5, 6, 7, 8, 9], [0, 0, 0, 0, 0, 1, 1]])
+    torch.manual_seed(0)
+    for _ in range(20):
+        source, target = sample_neighbours(edge_index, 10, 3)
+        assert torch.bincount(target, minlength=3).tolist()[:3] == [3, 3, 0]
+        zero = source[target == 0]
+        assert len(set(zero.tolist())) == 3 and set(zero.tolist()) <= {3, 4, 5, 6, 7}
+        assert set(source[target == 1].tolist()) == {8, 9}  # both, and one again
+    counts = torch.zeros(10)
+    for _ in range(400):
+        source, target = sample_neighbours(edge_index, 10, 3)
+        counts += torch.bincount(source[target == 0], minlength=10)
+    assert torch.allclose(counts[3:8] / 400, torch.full((5,), 0.6), atol=0.08)  # uniform 3/5
+
+
+@pytest.mark.parametrize("method", FIELD)
+def test_field_method_trains_full_batch_and_in_mini_batches(method, digits):
+    config = NodeConfig(hidden=16, first_hidden=32, epochs=3, predictor_hidden=16)
+    untrained = train_node_model(digits, method, config.with_overrides(epochs=0), progress=False)
+    full = train_node_model(digits, method, config, progress=False)
+    assert not torch.allclose(full.embeddings, untrained.embeddings)
+    mini = train_node_model(digits, method, config.with_overrides(batch_size=600), progress=False)
+    assert len(mini.losses) == 3 and all(math.isfinite(v) for v in mini.losses)
+    assert not torch.allclose(mini.embeddings, untrained.embeddings)
