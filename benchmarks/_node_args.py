@@ -20,7 +20,7 @@ from cl2gnn.node.config import NodeConfig
 from cl2gnn.node.names import EMBEDDINGS, ENCODERS, METHODS
 
 # cl2gnn.node.models.ACTIVATIONS's names (that module imports torch; a test keeps them equal)
-ACTIVATIONS = ("relu", "prelu", "rrelu", "elu")
+ACTIVATIONS = ("relu", "prelu", "rrelu", "elu", "none")
 
 
 dataset = dataset_argument  # the --dataset type of cl2gnn node
@@ -102,6 +102,18 @@ FIELD_CHECKS: dict[str, Callable[[object], None]] = {
     "batch_size": _integer(1, none_ok=True),
     "num_neighbors": _neighbors,
     "distributed": _one_of(MODES),
+    "first_hidden": _integer(1, none_ok=True),
+    "out_activation": _boolean,
+    "batch_norm": _boolean,
+    "self_loops": _boolean,
+    "predictor_hidden": _integer(1),
+    "predictor_layers": _integer(0),
+    "ema_decay": _number(cmdline.probability),
+    "ema_cosine": _boolean,
+    "decorrelation": _number(cmdline.non_negative_float),
+    "num_samples": _integer(1, none_ok=True),
+    "lr_warmup": _integer(0),
+    "lr_cosine": _boolean,
 }
 
 

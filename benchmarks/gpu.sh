@@ -52,7 +52,7 @@ images)
     for variant in simclr attention; do
         flags=()
         [[ $variant == attention ]] && flags=(--attention 1.0)
-        step python3 examples/simclr.py --dataset cifar10 --epochs "$epochs" --batch-size 512 \
+        step python3 -m cl2gnn simclr --dataset cifar10 --epochs "$epochs" --batch-size 512 \
             --seed 0 --no-progress "${flags[@]}" --json "$out/$variant.json"
     done
     ;;

@@ -2,8 +2,10 @@
 heterophilous graph together.
 
 Each candidate of a JSON file (a method plus :class:`~cl2gnn.node.NodeConfig` overrides,
-over the file's ``common`` overrides and the graph's published configuration, if any;
-``"epochs": 0`` is that encoder untrained) trains on the first ``--splits`` shipped splits of
+over the file's ``common`` overrides and the method's own configuration — the same on every
+graph, as a default must be: GRACE's Cora configuration for GRACE's family, the authors'
+configuration without a graph's own for the others; ``"epochs": 0`` is that encoder
+untrained) trains on the first ``--splits`` shipped splits of
 every graph (seed = split index) and is probed as the ``splits`` protocol does (logistic
 regression, ``C`` chosen on the validation nodes); a graph without shipped splits (Cora,
 ``--datasets Cora``) uses as many seeds of the GRACE protocol (``C`` by cross-validation,
@@ -39,12 +41,12 @@ from _results import save_table  # benchmarks/_results.py
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
     DEFAULTS,
-    NodeConfig,
     load_node_dataset,
     make_split,
     probe_scores,
     train_node_model,
 )
+from cl2gnn.node.config import METHOD_DEFAULTS
 from cl2gnn.node.evaluate import metric_for, num_splits
 
 RAW = {"raw features": "l2", "raw features, standardised": "standard"}
@@ -84,7 +86,7 @@ def score_candidate(candidate: dict, dataset: str, splits: int) -> dict:
         if method in RAW:
             scores = probe_scores(data.x, data.y, where, split, scaling=RAW[method], metric=metric)
         else:
-            config = DEFAULTS.get(data.name, NodeConfig()).with_overrides(**overrides)
+            config = METHOD_DEFAULTS.get(method, DEFAULTS["Cora"]).with_overrides(**overrides)
             result = train_node_model(data, method, config, seed=split, progress=False)
             epoch_ms.append(result.epoch_ms)
             scores = probe_scores(result.embeddings, data.y, where, split, metric=metric)
