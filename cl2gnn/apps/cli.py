@@ -83,6 +83,7 @@ def _node(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         num_neighbors=tuple(args.num_neighbors) if args.num_neighbors else None,
         distributed=args.distributed,
+        probe_timeout=args.probe_timeout,
     )
     if results:  # under torchrun, rank 0 alone reports
         print(format_table(results))
@@ -289,6 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
         choices=MODES,
         help="under torchrun: the negatives of every process, all-gathered (gather, the "
         "default) or passed rank to rank (ring)",
+    )
+    node.add_argument(
+        "--probe-timeout",
+        type=cmdline.positive_float,
+        metavar="SECONDS",
+        help="under torchrun: how long the other processes wait for rank 0's probe of each "
+        "seed (default: $CL2GNN_WAIT_TIMEOUT, else 14400)",
     )
     node.add_argument("--device", type=cmdline.device, default="cpu")
     node.add_argument("--json", type=cmdline.output_file, help="write the result to this JSON file")

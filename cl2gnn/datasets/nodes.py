@@ -21,6 +21,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from .._files import cache_dir
+from ..distributed.launch import rank_zero_first
 from ..graphs import knn_graph
 from .names import DATASETS, EMBEDDED, HETEROPHILOUS
 from .npz import read_npz_graph
@@ -62,6 +63,10 @@ def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
         return digits_knn_graph()
     if canonical in HETEROPHILOUS:
         return heterophilous_graph(canonical, root)
+    return rank_zero_first(lambda: _pyg_dataset(canonical, root), f"preparing {canonical}")
+
+
+def _pyg_dataset(canonical: str, root: str | None) -> Data:
     import torch_geometric.datasets as pyg_datasets
 
     cls_name, sub, folder = _PYG[canonical]
@@ -100,7 +105,10 @@ def heterophilous_graph(name: str, root: str | None = None) -> Data:
     path = Path(root) / filename if root else None
     if path is None or not path.is_file():
         path = cache_dir() / "heterophilous" / filename
-        if not path.is_file():
+
+        def download() -> None:
+            if path.is_file():
+                return
             try:
                 download_url(f"{HeterophilousGraphDataset.url}/{filename}", str(path.parent))
             except OSError as error:
@@ -108,6 +116,8 @@ def heterophilous_graph(name: str, root: str | None = None) -> Data:
                     f"{name}: no {filename} under {root or 'the data root'} and the download "
                     f"failed ({error}); pass --root or set CL2GNN_DATA"
                 ) from error
+
+        rank_zero_first(download, f"downloading {name}")
     return read_npz_graph(path, name)
 
 

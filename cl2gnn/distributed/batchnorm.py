@@ -24,9 +24,12 @@ class GlobalBatchNorm(_BatchNorm):
         \mu = \frac{1}{M} \sum_{r} \sum_{i \in r} x_i, \quad
         \sigma^2 = \frac{1}{M} \sum_{r} \sum_{i \in r} (x_i - \mu)^2,
 
-    :math:`M` the number of values per channel over all ranks. Outside a process group of
-    several ranks, or in evaluation mode, it is :class:`torch.nn.BatchNorm2d` /
-    ``BatchNorm1d``. Build it with :func:`convert_batchnorm`.
+    :math:`M` the number of values per channel over all ranks. The statistics are summed in
+    float32 (float64 for float64 input) and :math:`M` counted in float64, so bf16 and fp16
+    input (bf16 counts exactly only to 256, fp16 overflows at 65,504) normalise as well as
+    float32; the output has the input's dtype, as torch's batch normalisation gives under
+    autocast. Outside a process group of several ranks, or in evaluation mode, it is
+    :class:`torch.nn.BatchNorm2d` / ``BatchNorm1d``. Build it with :func:`convert_batchnorm`.
 
     Shapes:
         - **input:** :math:`(N, C)` or :math:`(N, C, *)`
@@ -41,8 +44,11 @@ class GlobalBatchNorm(_BatchNorm):
         if not self.training or rank_and_world()[1] == 1:
             return super().forward(x)
         self._check_input_dim(x)
+        dtype = x.dtype
+        x = x.to(torch.promote_types(dtype, torch.float32))
         dims = [d for d in range(x.dim()) if d != 1]
-        count = all_reduce_sum(x.new_tensor(float(x.numel() // x.size(1))))
+        local = x.new_tensor(float(x.numel() // x.size(1)), dtype=torch.float64)
+        count = all_reduce_sum(local).to(x.dtype)  # exact in float64; float32 to 2^24
         mean = all_reduce_sum(x.sum(dims)) / count
         shape = [1, -1] + [1] * (x.dim() - 2)
         centred = x - mean.view(shape)
@@ -58,8 +64,8 @@ class GlobalBatchNorm(_BatchNorm):
                 self.running_var.lerp_(unbiased.to(self.running_var.dtype), momentum)
         y = centred * torch.rsqrt(var + self.eps).view(shape)
         if self.affine:
-            y = y * self.weight.view(shape) + self.bias.view(shape)
-        return y
+            y = y * self.weight.view(shape).to(y.dtype) + self.bias.view(shape).to(y.dtype)
+        return y.to(dtype)
 
 
 def convert_batchnorm(module: torch.nn.Module, device: torch.device) -> torch.nn.Module:

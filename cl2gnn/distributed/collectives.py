@@ -71,11 +71,15 @@ def all_reduce_sum(x: Tensor) -> Tensor:
 
 
 def global_logsumexp(values: Tensor) -> tuple[Tensor, int]:
-    """``log Σ exp`` of the 1-D ``values`` of every rank, and their number (no gradient)."""
+    """``log Σ exp`` of the 1-D ``values`` of every rank (no gradient; in ``values``' dtype),
+    and their number. The exponentials are summed in float32 at least, and the sum and the
+    count travel in float64: bf16 counts exactly only to 256, fp16 overflows at 65,504."""
     values = values.detach()
     top = values.max() if values.numel() else values.new_tensor(float("-inf"))
     top = top.clone()
     dist.all_reduce(top, op=dist.ReduceOp.MAX)
-    total = torch.stack([(values - top).exp().sum(), values.new_tensor(float(values.numel()))])
+    wide = torch.promote_types(values.dtype, torch.float32)
+    total = (values.to(wide) - top.to(wide)).exp().sum().to(torch.float64)
+    total = torch.stack([total, total.new_tensor(float(values.numel()))])
     dist.all_reduce(total)
-    return total[0].log() + top, int(total[1])
+    return (total[0].log() + top.to(torch.float64)).to(values.dtype), int(total[1])

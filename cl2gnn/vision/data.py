@@ -11,6 +11,10 @@ Decoded folders/zips are cached as ``.pt`` files under ``$CL2GNN_CACHE/vision`` 
 whole or not at all; one that cannot be read is rebuilt). A file that cannot be read — a
 truncated zip, an image that does not decode, CIFAR's files damaged where no download can
 replace them — raises ``ValueError`` naming the file.
+
+Under a process group (``torchrun``) every rank calls :func:`load_images`; rank 0 downloads,
+extracts and decodes first while the others wait, then they read its files and cache
+(:func:`~cl2gnn.distributed.launch.rank_zero_first`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from torch import Tensor
 
 from .. import _files
 from .._files import cache_dir
+from ..distributed.launch import rank_zero_first
 from .names import DATASETS
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
@@ -70,8 +75,8 @@ def load_images(name: str, root: str | None = None, train: bool = True) -> Image
     if name == "folder" or (root is not None and _is_folder_root(Path(root), split)):
         if root is None:
             raise ValueError("dataset 'folder' needs --data-root")
-        return read_image_folder(Path(root), split)
-    return _torchvision(name, root, train)
+        return rank_zero_first(lambda: read_image_folder(Path(root), split), f"reading {root}")
+    return rank_zero_first(lambda: _torchvision(name, root, train), f"preparing {name}")
 
 
 def _is_folder_root(root: Path, split: str) -> bool:

@@ -4,7 +4,9 @@ per-epoch checkpoints with exact resume, a kNN monitor, and a progress bar.
 
 Under a process group of ``P`` ranks (``torchrun``) the same loop is data-parallel: every
 rank draws the same global batch order and takes its ``1/P`` shard of each batch, augments
-it on its own device with its own generator, normalises batches over the global batch
+it on its own device with its own generator (seeded from the run's seed and the rank by
+:func:`~cl2gnn.distributed.launch.stream_seed`: no two ``(seed, rank)`` share a stream),
+normalises batches over the global batch
 (:func:`~cl2gnn.distributed.batchnorm.convert_batchnorm`) and averages gradients with DDP;
 the objective sees global negatives through its ``distributed`` mode. The kNN monitor
 embeds a shard per rank and gathers the features; rank 0 writes the checkpoint (with every
@@ -25,10 +27,13 @@ from tqdm.auto import tqdm
 from .. import _files
 from ..distributed import Shard, gather_rows, rank_and_world
 from ..distributed.batchnorm import convert_batchnorm
+from ..distributed.launch import stream_seed
 from .augment import MultiViewAugment
 from .data import ImageSet
 from .knn_monitor import knn_accuracy
 from .optim import build_optimizer, warmup_cosine
+
+AUGMENT_STREAM = 0  # the key of each rank's augmentation stream under the run's seed
 
 
 @dataclass
@@ -101,8 +106,9 @@ class Pretrainer:
         self.base_lrs = [g["lr"] for g in self.optimizer.param_groups]
         self.steps_per_epoch = len(train) // config.batch_size
         self.order_gen = torch.Generator().manual_seed(config.seed)  # the same on every rank
+        # each rank's own stream: seed s on rank 1 is not seed s + 1 on rank 0
         self.augment_gen = torch.Generator(device=self.device).manual_seed(
-            config.seed + 1 + self.rank
+            stream_seed(config.seed, AUGMENT_STREAM, self.rank)
         )
         self.epoch, self.history = 0, History()
         self.out = Path(out) if out is not None else None
