@@ -2,6 +2,7 @@
 against the full-graph forward, learning on a class-structured graph, bad input, and two
 gloo processes against one process on the same global batches."""
 
+import math
 import os
 import socket
 
@@ -17,7 +18,9 @@ from cl2gnn.datasets import contextual_sbm
 from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig, train_node_model
 from cl2gnn.node.evaluate import probe_scores
+from cl2gnn.node.methods import REGISTRY
 from cl2gnn.node.minibatch import (
+    MinibatchTrainer,
     SeedBatches,
     full_neighbourhood,
     layerwise_embeddings,
@@ -36,19 +39,22 @@ def small_graph(num_nodes=400, num_classes=4, seed=0):
     num_seeds=st.integers(1, 60),
     batch_size=st.integers(1, 25),
     world=st.integers(1, 4),
+    min_share=st.integers(1, 6),
     seed=st.integers(0, 3),
 )
 def test_seed_batches_cover_every_node_once_per_epoch_across_ranks(
-    num_seeds, batch_size, world, seed
+    num_seeds, batch_size, world, min_share, seed
 ):
-    if world > num_seeds or batch_size < world:
+    def batches(rank):
+        return SeedBatches(
+            num_seeds, batch_size, rank=rank, world_size=world, seed=seed, min_share=min_share
+        )
+
+    if num_seeds < world * min_share or batch_size < world * min_share:
         with pytest.raises(ValueError, match="process"):
-            SeedBatches(num_seeds, batch_size, rank=0, world_size=world, seed=seed)
+            batches(0)
         return
-    ranks = [
-        SeedBatches(num_seeds, batch_size, rank=r, world_size=world, seed=seed)
-        for r in range(world)
-    ]
+    ranks = [batches(r) for r in range(world)]
     for _ in range(2):  # two epochs: a new permutation each, every node once in each
         shares = [list(r) for r in ranks]
         assert len({len(s) for s in shares}) == 1 and len(shares[0]) == len(ranks[0])
@@ -56,8 +62,9 @@ def test_seed_batches_cover_every_node_once_per_epoch_across_ranks(
         assert seen == list(range(num_seeds))
         for step in range(len(shares[0])):
             sizes = [len(share[step]) for share in shares]
-            assert min(sizes) >= 1 and max(sizes) - min(sizes) <= 1
-            assert sum(sizes) <= batch_size + world - 1  # only a merged last batch exceeds
+            # every rank's share meets the smallest batch; only a merged last batch exceeds
+            assert min(sizes) >= min_share and max(sizes) - min(sizes) <= 1
+            assert sum(sizes) <= batch_size + world * min_share - 1
 
 
 def test_seed_batches_permutation_depends_on_seed_only():
@@ -136,6 +143,79 @@ def test_every_batch_method_trains_in_minibatches(method):
     assert not torch.allclose(result.embeddings, untrained.embeddings)  # its gradient moved it
 
 
+MINIBATCH_METHODS = [name for name, cls in REGISTRY.items() if cls.minibatch]
+
+
+@pytest.mark.parametrize("rest", [1, 5])
+@pytest.mark.parametrize("method", MINIBATCH_METHODS)
+def test_every_minibatch_method_trains_when_the_batch_size_does_not_divide_the_nodes(method, rest):
+    # 3 batches of 24 and a last one of 1 or 5 seeds: too few for the kNN's k = 5
+    # neighbours, or (one seed) for any negative; it joins the batch before it
+    if method == "cca_ssg" and rest == 1 and REGISTRY[method].min_batch_size < 2:
+        pytest.xfail("CCA-SSG standardises over the seeds: cca_ssg.py needs min_batch_size = 2")
+    data = small_graph(3 * 24 + rest)
+    config = NodeConfig(hidden=8, proj_hidden=8, epochs=2, batch_size=24, num_neighbors=(3, 3))
+    result = train_node_model(data, method, config, progress=False)
+    assert len(result.losses) == 2 and all(math.isfinite(loss) for loss in result.losses)
+
+
+@pytest.mark.parametrize(
+    ("method", "nodes", "batch_size", "message"),
+    [
+        ("knn", 100, 5, "batch_size 5 is too small for method 'knn'"),
+        ("spectral", 100, 1, "batch_size 1 is too small for method 'spectral'"),
+        ("grace", 100, 1, "batch_size 1 is too small for method 'grace'"),
+        ("knn", 5, 64, "5 nodes are too few for method 'knn'"),
+    ],
+)
+def test_a_batch_size_too_small_for_the_method_is_refused(method, nodes, batch_size, message):
+    data = small_graph(nodes, 2)
+    config = NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=batch_size)
+    with pytest.raises(ValueError, match=message) as error:
+        train_node_model(data, method, config, progress=False)
+    assert "\n" not in str(error.value)
+
+
+def test_epoch_refuses_fewer_than_one_step():
+    config = NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=16)
+    trainer = MinibatchTrainer(small_graph(60, 2), "grace", config)
+    for steps in (0, -1):
+        with pytest.raises(ValueError, match="max_steps must be an integer >= 1"):
+            trainer.epoch(max_steps=steps)
+    assert math.isfinite(trainer.epoch(max_steps=1))
+
+
+@pytest.mark.parametrize("conv", ["gcn", "sage"])
+def test_training_normalises_a_batch_as_inference_does(conv):
+    # on complete neighbourhoods without augmentation, the encoder's output on a batch's
+    # seeds in training equals the whole graph's forward (layer-wise inference): the
+    # sampled subgraph's nodes take the whole graph's degrees, not the subgraph's (where a
+    # node at the batch's edge has no in-edges)
+    data = graph_with_edge_cases()
+    seen = []
+
+    def objective(z1, z2, h1, h2):
+        seen.append(h1.detach())
+        return 0.0 * z1.sum()
+
+    config = NodeConfig(
+        hidden=8,
+        proj_hidden=8,
+        encoder=conv,
+        epochs=1,
+        batch_size=16,
+        num_neighbors=(-1, -1),
+        drop_edge=(0.0, 0.0),
+        drop_feature=(0.0, 0.0),
+    )
+    train_node_model(data, objective, config, progress=False)
+    untrained = train_node_model(data, objective, config.with_overrides(epochs=0), progress=False)
+    batches = SeedBatches(data.num_nodes, 16, seed=0).global_batches()
+    assert len(seen) == len(batches)
+    # the first step runs the initial encoder
+    assert torch.allclose(seen[0], untrained.embeddings[batches[0]], atol=1e-5)
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
@@ -162,9 +242,35 @@ def test_methods_with_per_node_state_are_refused_in_minibatches(method):
         train_node_model(data, method, config, progress=False)
 
 
+def _minibatch_stream(monkeypatch, seed, rank, world):
+    from cl2gnn.node import minibatch
+
+    monkeypatch.setattr(minibatch, "rank_and_world", lambda: (rank, world))
+    monkeypatch.setattr(minibatch, "DistributedDataParallel", lambda model, **_: model)
+    n = 2 * world  # two seeds for every rank
+    ring = torch.arange(n)
+    data = Data(x=torch.randn(n, 4), edge_index=torch.stack([ring, (ring + 1) % n]), num_nodes=n)
+    config = NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=n, num_neighbors=(2, 2))
+    minibatch.MinibatchTrainer(data, "grace", config, seed=seed)
+    return torch.initial_seed()  # the rank's stream: its neighbour samples and edge drops
+
+
+def test_node_minibatch_streams_differ_for_every_seed_and_rank(monkeypatch):
+    streams = {
+        (seed, rank): _minibatch_stream(monkeypatch, seed, rank, 3)
+        for seed in range(3)
+        for rank in range(3)
+    }
+    assert len(set(streams.values())) == len(streams)
+    # seed * 7919 + rank made seed 1 on rank 0 the stream of seed 0 on rank 7919
+    assert _minibatch_stream(monkeypatch, 1, 0, 7920) != _minibatch_stream(
+        monkeypatch, 0, 7919, 7920
+    )
+
+
 # -- two gloo processes against one ------------------------------------------------------
 
-EXACT = dict(  # SAGE on complete neighbourhoods, no augmentation: a seed's output does not
+EXACT = dict(  # SAGE on complete neighbourhoods, no edge dropping: a seed's output does not
     # depend on which other seeds share its batch, so the ranks' batches add up exactly
     hidden=8,
     proj_hidden=8,
@@ -176,6 +282,20 @@ EXACT = dict(  # SAGE on complete neighbourhoods, no augmentation: a seed's outp
     epochs=3,
     learning_rate=1e-2,
 )
+# name: (method, changes to EXACT). Feature masking draws one column mask per view and
+# global batch, the same on every rank; batch_size 31 gives the ranks 16 and 15 seeds
+# (14 and 13 in the last batch)
+CASES = {
+    "grace": ("grace", {}),
+    "grace, masked features, uneven shares": (
+        "grace",
+        {"drop_feature": (0.3, 0.5), "batch_size": 31},
+    ),
+    "spectral, masked features, uneven shares": (
+        "spectral",
+        {"drop_feature": (0.4, 0.2), "batch_size": 31},
+    ),
+}
 
 
 def _free_port():
@@ -184,45 +304,56 @@ def _free_port():
         return s.getsockname()[1]
 
 
+def _run_case(name, mode=None):
+    method, changes = CASES[name]
+    config = NodeConfig(**{**EXACT, **changes}, **({"distributed": mode} if mode else {}))
+    return train_node_model(small_graph(120, 3), method, config, seed=0, progress=False)
+
+
 def _worker(rank, world, port, out, mode):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
+    torch.set_default_dtype(torch.float64)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        data = small_graph(120, 3)
-        config = NodeConfig(distributed=mode, **EXACT)
-        result = train_node_model(data, "grace", config, seed=0, progress=False)
+        results = {name: _run_case(name, mode) for name in CASES}
+        data, config = small_graph(120, 3), NodeConfig(distributed=mode, **EXACT)
         errors = {}
-        for name, changes in {"tiny batch": {"batch_size": 1}, "method": {}}.items():
+        for name, changes in {"tiny batch": {"batch_size": 3}, "method": {}}.items():
             try:
                 method = "knn" if name == "method" else "grace"
                 train_node_model(data, method, config.with_overrides(**changes), progress=False)
             except ValueError as error:
                 errors[name] = str(error)
-        torch.save(
-            {"losses": result.losses, "embeddings": result.embeddings, "errors": errors},
-            f"{out}/rank{rank}.pt",
-        )
+        records = {n: {"losses": r.losses, "embeddings": r.embeddings} for n, r in results.items()}
+        torch.save({"results": records, "errors": errors}, f"{out}/rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 
 
 @pytest.fixture(scope="module")
 def single_process():
-    data = small_graph(120, 3)
-    return train_node_model(data, "grace", NodeConfig(**EXACT), seed=0, progress=False)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return {name: _run_case(name) for name in CASES}
+    finally:
+        torch.set_default_dtype(default)
 
 
 @pytest.mark.parametrize("mode", ["gather", "ring"])
 def test_two_processes_equal_one_process_on_the_same_global_batches(mode, single_process, tmp_path):
     mp.spawn(_worker, args=(2, _free_port(), str(tmp_path), mode), nprocs=2, join=True)
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
-    for result in ranks:  # the epoch losses (global-batch means) and the trained encoder
-        assert result["losses"] == pytest.approx(single_process.losses, rel=1e-5)
-        assert torch.allclose(result["embeddings"], single_process.embeddings, atol=1e-4)
-    assert single_process.losses[-1] < single_process.losses[0]  # the steps did something
+    for name, single in single_process.items():
+        assert single.embeddings.dtype == torch.float64
+        assert single.losses[-1] < single.losses[0], name  # the steps did something
+        for rank in ranks:  # the epoch losses (global-batch means) and the trained encoder
+            result = rank["results"][name]
+            assert result["losses"] == pytest.approx(single.losses, rel=1e-9), name
+            assert torch.allclose(result["embeddings"], single.embeddings, atol=1e-9), name
     errors = ranks[0]["errors"]
-    assert "smaller than the 2 processes" in errors["tiny batch"]
+    assert "too small for method 'grace' on 2 processes" in errors["tiny batch"]
     assert "no negatives across processes" in errors["method"]
 
 

@@ -88,13 +88,13 @@ class SeedBatches(torch.utils.data.Sampler):
         check_integer(rank, "rank", 0, world_size - 1)
         check_integer(min_share, "min_share", 1)
         self.smallest = world_size * min_share  # the fewest seeds of a global batch
+        processes = f"{world_size} process{'es' if world_size > 1 else ''}"
         each = f"every process needs at least {min_share} seed{'s' if min_share > 1 else ''}"
         if num_seeds < self.smallest:
-            raise ValueError(f"{world_size} processes but {num_seeds} seed nodes: {each}")
+            raise ValueError(f"{processes} but {num_seeds} seed nodes: {each}")
         if batch_size < self.smallest:
             raise ValueError(
-                f"batch_size {batch_size} is too small for {world_size} processes: {each} "
-                "in every batch"
+                f"batch_size {batch_size} is too small for {processes}: {each} in every batch"
             )
         self.num_seeds, self.batch_size = num_seeds, batch_size
         self.rank, self.world_size, self.min_share = rank, world_size, min_share
@@ -183,6 +183,25 @@ def layerwise_embeddings(
     return read_out(x, outputs[0], outputs[1], readout)
 
 
+def check_batch_size(method, label: str, num_nodes: int, batch_size: int, world: int) -> int:
+    """The seeds every rank's share of a batch needs for ``method`` (its
+    :attr:`~cl2gnn.node.methods.NodeMethod.min_batch_size`); a graph or a ``batch_size`` too
+    small for it on ``world`` processes is refused, naming the method (``label``)."""
+    need = method.min_batch_size
+    on = f"on {world} process{'es' if world > 1 else ''}"
+    if num_nodes < world * need:
+        raise ValueError(
+            f"the graph's {num_nodes} nodes are too few for method {label!r} {on}: each "
+            f"process needs at least {need} seeds per batch"
+        )
+    if batch_size < world * need:
+        raise ValueError(
+            f"batch_size {batch_size} is too small for method {label!r} {on}: each process's "
+            f"share needs at least {need} seeds (batch_size >= {world * need})"
+        )
+    return need
+
+
 class MinibatchTrainer(Trainer):
     """:class:`~cl2gnn.node.trainer.Trainer` on mini-batches: the neighbour loader over this
     rank's :class:`SeedBatches`, the encoder and method under DDP in a process group, and
@@ -202,17 +221,25 @@ class MinibatchTrainer(Trainer):
     ) -> None:
         rank, world = rank_and_world()
         check_num_neighbors(config.num_neighbors)
+        check_integer(config.batch_size, "batch_size", 1)
         n = data.num_nodes
-        self.batches = SeedBatches(n, config.batch_size, rank=rank, world_size=world, seed=seed)
         # a batch's seeds are its negatives: no sampled keys; under torchrun they span ranks
         distributed = config.distributed if world > 1 else None
         super().__init__(data, method, config, seed, device, distributed)  # same initial weights
+        need = check_batch_size(self.method, self.label, n, config.batch_size, world)
+        self.batches = SeedBatches(
+            n, config.batch_size, rank=rank, world_size=world, seed=seed, min_share=need
+        )
         self.world = world
         self.x = self.features.to(torch.get_default_dtype())  # float64 where it is the default
         self.sparse = is_sparse(self.x)
         if world > 1:
             self.model = DistributedDataParallel(self.model)
-            torch.manual_seed(seed * 7919 + rank)  # each rank its own samples and augmentations
+        # the column masks: one stream alike on every rank; the rank's neighbour samples and
+        # dropped edges: torch's generator, seeded per (seed, rank) (seed + rank would give
+        # seed s on rank 1 the stream of seed s + 1 on rank 0)
+        self.feature_masks = torch.Generator().manual_seed(stream_seed(seed, FEATURE_MASK_STREAM))
+        torch.manual_seed(stream_seed(seed, RANK_STREAM, rank))
         graph = Data(x=self.x, edge_index=data.edge_index, num_nodes=n)
         self.loader = neighbor_loader(graph, config.num_neighbors, batch_sampler=self.batches)
         self.one_hop = full_neighbourhood(self.loader.node_sampler)
@@ -224,8 +251,11 @@ class MinibatchTrainer(Trainer):
         config, device = self.config, self.device
         x = prepare_features(batch.x.to(device), self.sparse)
         edges = batch.edge_index.to(device)
-        views = [augment(x, edges, *config.view_probabilities(v)) for v in (0, 1)]
-        graphs = [self.encoder.propagation_graph(e, v.size(0)) for v, e in views]
+        views = [
+            augment(x, edges, *config.view_probabilities(v), feature_generator=self.feature_masks)
+            for v in (0, 1)
+        ]
+        graphs = self.propagation_graphs(batch.n_id, edges, [e for _, e in views])
         inputs = ViewBatch(
             [(v, g) for (v, _), g in zip(views, graphs, strict=True)], edges, batch.batch_size
         )
@@ -233,9 +263,29 @@ class MinibatchTrainer(Trainer):
         self.optimise(loss)
         return loss.detach()
 
+    def propagation_graphs(
+        self, nodes: Tensor, edges: Tensor, view_edges: list[Tensor]
+    ) -> list[Tensor]:
+        """The propagation graph of each view of a sampled subgraph (global ids ``nodes``,
+        sampled ``edges``, each view's edges ``view_edges``), normalised by the whole graph's
+        degrees less the edges the view dropped: layer-wise inference's normalisation (the
+        whole graph's degrees), so that a node at the subgraph's edge, which has few or no
+        in-edges in it, weighs its messages as it does there. An edge that was not sampled
+        counts as kept."""
+        n = nodes.numel()
+        if self.degree is None:  # GAT: no normalisation by degree
+            return [self.encoder.propagation_graph(e, n) for e in view_edges]
+        whole = self.degree[nodes].to(edges.device) - self.encoder.degree(edges, n)
+        return [
+            self.encoder.propagation_graph(e, n, whole + self.encoder.degree(e, n))
+            for e in view_edges
+        ]
+
     def epoch(self, max_steps: int | None = None) -> float:
-        """One pass over the seed nodes (the first ``max_steps`` steps of it, if given);
+        """One pass over the seed nodes (the first ``max_steps >= 1`` steps of it, if given);
         returns the mean global-batch loss."""
+        if max_steps is not None:
+            check_integer(max_steps, "max_steps", 1)
         total, steps = torch.zeros((), dtype=torch.float64, device=self.device), 0
         for batch in self.loader:
             if steps == max_steps:

@@ -43,7 +43,11 @@ class NodeMethod(torch.nn.Module):
     * ``takes_keys``: its uniformity term can run over sampled keys (``config.num_keys``);
     * ``minibatch``: it trains on sampled mini-batches of nodes (``config.batch_size``);
     * ``spans_ranks``: its negatives span the ranks of a process group (``torchrun``);
-    * ``per_node_state``: it keeps a state for every node of the graph (a memory bank).
+    * ``per_node_state``: it keeps a state for every node of the graph (a memory bank);
+    * ``min_batch_size``: the fewest seed nodes it can train on in one process's share of a
+      mini-batch (``1``; contrastive methods need a negative, the kNN method ``k + 1``
+      seeds): the batching merges a last batch too small for it into the one before, and a
+      ``batch_size`` too small for it is refused.
 
     Args:
         config (NodeConfig): the run's configuration (the method reads its own fields).
@@ -61,6 +65,7 @@ class NodeMethod(torch.nn.Module):
     minibatch: ClassVar[bool] = True
     spans_ranks: ClassVar[bool] = False
     per_node_state: ClassVar[bool] = False
+    min_batch_size: ClassVar[int] = 1
 
     def __init__(
         self,

@@ -58,6 +58,8 @@ class ContrastiveMethod(NodeMethod):
     projections ``z = head(h)`` (:class:`~cl2gnn.node.ProjectionHead`), and
     :meth:`objective` ``(z1, z2, h1, h2) -> loss`` over the seed rows."""
 
+    min_batch_size = 2  # one seed has no negative: its loss is zero, or NaN (spectral)
+
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
         self.temperature = config.temperature
@@ -185,6 +187,7 @@ class KNearest(ContrastiveMethod):
     name = "knn"
     takes_keys = True
     k = 5
+    min_batch_size = k + 1  # the k neighbours of a seed among the batch's other seeds
 
     def objective(self, z1, z2, h1, h2):
         nbr, node = knn_graph(0.5 * (h1 + h2).detach(), self.k, backend="torch")
