@@ -209,6 +209,8 @@ def main() -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     graphs = args.datasets or on_disk_graphs()
+    if not graphs:
+        parser.error("no graphs: set $CL2GNN_DATA to the data on disk or name --datasets")
     if args.table:
         datasets = f" --datasets {' '.join(args.datasets)}" if args.datasets else ""
         command = (

@@ -17,11 +17,13 @@ from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
     NodeConfig,
     default_config,
+    default_method,
     load_node_dataset,
     make_split,
     probe_scores,
     train_node_model,
 )
+from cl2gnn.node.config import UNPUBLISHED_METHOD
 from cl2gnn.node.evaluate import C_GRID, default_protocol, metric_for
 
 DATA = os.environ.get("CL2GNN_DATA")
@@ -193,9 +195,12 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
     data = load_node_dataset(path)
     assert metric_for(data.y) == "roc_auc"
     # the scores are ROC-AUCs of the probe's probabilities: the reference, split by split
-    config = default_config(data.name).with_overrides(hidden=8, proj_hidden=8, epochs=2)
+    # the default method of a graph without a published configuration, at width 8
+    method, size = default_method(data.name), {"hidden": 8, "first_hidden": 8, "proj_hidden": 8}
+    assert result["method"] == method == UNPUBLISHED_METHOD
+    config = default_config(data.name).with_overrides(**size, epochs=2)
     for seed, score in enumerate(result["scores"]):
-        embeddings = train_node_model(data, "grace", config, seed, progress=False).embeddings
+        embeddings = train_node_model(data, method, config, seed, progress=False).embeddings
         split = make_split("splits", data, seed)
         expected, _ = reference_probe(embeddings.double().numpy(), data.y.numpy(), split, "roc_auc")
         assert score == pytest.approx(expected, abs=1e-6)
@@ -218,10 +223,11 @@ def test_run_node_on_splits_with_baselines(tmp_path):
     standardised = [probe(data.x, s, scaling="standard")["test"] for s in range(3)]
     assert base["raw features, standardised"]["scores"] == pytest.approx(standardised)
     # the untrained encoder: the same seeded initialisation, no training step
-    config = default_config(data.name).with_overrides(hidden=8, proj_hidden=8, epochs=0)
-    config = config.with_overrides(learning_rate=0.05)
+    size = {"hidden": 8, "first_hidden": 8, "proj_hidden": 8}
+    config = default_config(data.name).with_overrides(**size, epochs=0, learning_rate=0.05)
+    method = default_method(data.name)
     untrained = [
-        probe(train_node_model(data, "grace", config, s, progress=False).embeddings, s)["test"]
+        probe(train_node_model(data, method, config, s, progress=False).embeddings, s)["test"]
         for s in range(3)
     ]
     assert untrained != result["scores"]  # the trained encoder scores otherwise
@@ -267,3 +273,14 @@ def test_cli_refuses_a_bad_file_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("cl2gnn node: error:") and "missing key(s) edges" in err
     assert len(err.splitlines()) == 1
+
+
+def test_a_graph_without_a_published_configuration_trains_the_chosen_default():
+    from cl2gnn.node.config import DEFAULTS, GRACE_UNPUBLISHED, UNPUBLISHED
+
+    assert default_method("Cora") == "grace" and default_config("Cora") == DEFAULTS["Cora"]
+    assert default_method("chameleon") == UNPUBLISHED_METHOD
+    assert default_config("chameleon") == UNPUBLISHED
+    # a named method keeps its own configuration; GRACE's family its unpublished one
+    assert default_config("chameleon", "grace") == GRACE_UNPUBLISHED
+    assert default_config("Cora", "cca_ssg") == default_config("chameleon", "cca_ssg")

@@ -196,7 +196,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=cmdline.existing_path,
         help="dataset root (default: $CL2GNN_DATA/<family>, else download)",
     )
-    node.add_argument("--method", default="grace", choices=METHODS)
+    node.add_argument(
+        "--method",
+        choices=METHODS,
+        help="default: grace with the graph's published configuration, else the method and "
+        "configuration chosen for graphs without one (cl2gnn.node.default_method)",
+    )
     node.add_argument(
         "--protocol",
         choices=PROTOCOLS,

@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.distributed import rank_and_world
 from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
-from cl2gnn.node.config import default_config
+from cl2gnn.node.config import default_config, default_method
 from cl2gnn.node.evaluate import (
     default_protocol,
     make_split,
@@ -51,7 +51,7 @@ def _summary(scores: list[float], metric: str) -> dict:
 
 def run_node(
     dataset: str,
-    method: str = "grace",
+    method: str | None = None,
     protocols: tuple[str, ...] | None = None,
     seeds: int | None = None,
     epochs: int | None = None,
@@ -67,13 +67,15 @@ def run_node(
     **overrides,
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
-    classes), mean ± std over the seeds. ``protocols`` default to ``("splits",)`` where the
-    dataset ships splits, else ``("grace",)``; ``seeds`` to the number of shipped splits
-    under ``splits`` (seed ``i`` trains on split ``i``), else 10. ``hidden`` sets the
-    encoder and head widths; ``overrides`` are further :class:`NodeConfig` fields
+    classes), mean ± std over the seeds. ``method`` defaults to the dataset's
+    (:func:`~cl2gnn.node.config.default_method`, with its configuration). ``protocols``
+    default to ``("splits",)`` where the dataset ships splits, else ``("grace",)``;
+    ``seeds`` to the number of shipped splits under ``splits`` (seed ``i`` trains on split
+    ``i``), else 10. ``hidden`` sets the encoder and head widths (a first layer of its own
+    width keeps its ratio to the last); ``overrides`` are further :class:`NodeConfig` fields
     (``None`` keeps the dataset's default). ``baselines`` adds each of :data:`BASELINES`,
-    scored on the same splits, under ``"baselines"``. ``first_seed`` starts the seeds
-    there (``first_seed … first_seed + seeds - 1``: a long run in several parts).
+    scored on the same splits, under ``"baselines"``. ``first_seed`` starts the seeds there
+    (``first_seed … first_seed + seeds - 1``: a long run in several parts).
 
     Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
     trains, rank 0 alone shows progress and probes; the other ranks return ``[]``. They wait
@@ -94,9 +96,12 @@ def run_node(
             f"seeds: {data.name} ships {num_splits(data)} splits, one per seed; got {seeds} seeds"
             + (f" from seed {first_seed}" if first_seed else "")
         )
-    changes = {"epochs": epochs, "encoder": encoder, "embedding": embedding, "hidden": hidden}
-    changes = {"proj_hidden": hidden, **changes, **overrides}
     config = default_config(data.name, method)
+    changes = {"epochs": epochs, "encoder": encoder, "embedding": embedding, "hidden": hidden}
+    if hidden is not None and config.first_hidden is not None:  # the layers' ratio kept
+        changes["first_hidden"] = hidden * config.first_hidden // config.hidden
+    changes = {"proj_hidden": hidden, **changes, **overrides}
+    method = method or default_method(data.name)
     if not method_class(method).takes_keys:  # a default's sampled keys serve those that take them
         config = replace(config, num_keys=None)
     config = config.with_overrides(**changes)

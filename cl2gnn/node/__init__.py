@@ -18,7 +18,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ..datasets.nodes import load_node_dataset
-    from .config import DEFAULTS, NodeConfig, default_config
+    from .config import DEFAULTS, NodeConfig, default_config, default_method
     from .evaluate import adam_probe_scores, make_split, probe_accuracy, probe_score, probe_scores
     from .features import SparseFeatures, prepare_features
     from .fit import TrainResult, fit, train_node_model
@@ -37,6 +37,7 @@ _EXPORTS = {
     "DEFAULTS": ".config",
     "NodeConfig": ".config",
     "default_config": ".config",
+    "default_method": ".config",
     "adam_probe_scores": ".evaluate",
     "make_split": ".evaluate",
     "probe_accuracy": ".evaluate",
@@ -77,6 +78,7 @@ __all__ = [
     "adam_probe_scores",
     "augment",
     "default_config",
+    "default_method",
     "fit",
     "load_node_dataset",
     "make_method",

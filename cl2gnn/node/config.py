@@ -180,11 +180,12 @@ DEFAULTS = {
     ),
 }
 
-# graphs without a published configuration (the heterophilous graphs, any PATH.npz): GRACE's
-# Cora configuration with the GraphSAGE encoder (ego and neighbour weights apart), every
-# layer read out (the input included), raw features and 256 sampled uniformity keys; chosen
-# on every on-disk graph without one together, by validation scores (benchmarks/node_select.py)
-UNPUBLISHED = NodeConfig(encoder="sage", embedding="layers", normalize_features=False, num_keys=256)
+# graphs without a published configuration, GRACE's family: GRACE's Cora configuration with
+# the GraphSAGE encoder (ego and neighbour weights apart), every layer read out (the input
+# included), raw features and 256 sampled uniformity keys (the former default)
+GRACE_UNPUBLISHED = NodeConfig(
+    encoder="sage", embedding="layers", normalize_features=False, num_keys=256
+)
 
 
 # the field's methods as their authors' code runs them: each method's own configuration
@@ -220,6 +221,13 @@ CCA_SSG = NodeConfig(
     decorrelation=1e-3,
     normalize_features=True,
 )
+# graphs without a published configuration (the heterophilous graphs, any PATH.npz): one
+# method and configuration, chosen among every method (the field's included) on every
+# on-disk graph without one together, by mean validation rank (benchmarks/node_select.py,
+# results/node_default_selection.json): CCA-SSG's configuration with the GraphSAGE encoder,
+# every layer read out
+UNPUBLISHED_METHOD = "cca_ssg"
+UNPUBLISHED = CCA_SSG.with_overrides(encoder="sage", embedding="layers")
 GRAPHACL = NodeConfig(  # the heterophilous graphs' code: a linear encoder, sampled pairs
     learning_rate=1e-4,
     hidden=4096,
@@ -265,13 +273,22 @@ PUBLISHED = {
 }
 
 
-def default_config(dataset: str, method: str = "grace") -> NodeConfig:
+def default_method(dataset: str) -> str:
+    """The method a dataset trains with when none is named: GRACE where the dataset has a
+    published configuration (:data:`DEFAULTS`), else :data:`UNPUBLISHED_METHOD`."""
+    return "grace" if dataset in DEFAULTS else UNPUBLISHED_METHOD
+
+
+def default_config(dataset: str, method: str | None = None) -> NodeConfig:
     """``method``'s configuration for ``dataset``: its authors' for that graph where they
     publish one, else the method's own (:data:`METHOD_DEFAULTS`), else for the GRACE-family
-    methods the dataset's published configuration (:data:`DEFAULTS`), else
-    :data:`UNPUBLISHED`."""
+    methods the dataset's published configuration (:data:`DEFAULTS`), else GRACE's for
+    graphs without one. ``None``: the configuration of :func:`default_method` — the
+    dataset's published one, else :data:`UNPUBLISHED`."""
+    if method is None:
+        return DEFAULTS.get(dataset, UNPUBLISHED)
     if (method, dataset) in PUBLISHED:
         return PUBLISHED[method, dataset]
     if method in METHOD_DEFAULTS:
         return METHOD_DEFAULTS[method]
-    return DEFAULTS.get(dataset, UNPUBLISHED)
+    return DEFAULTS.get(dataset, GRACE_UNPUBLISHED)
