@@ -17,6 +17,7 @@ process and appends one JSON line to ``--out``; ``table`` turns them into
         --mode minibatch --max-steps 100 --hidden 64
     python benchmarks/node_large.py steps --preset products --steps 20 --hidden 64 \\
         --encoder sage --num-neighbors 10 5
+    python benchmarks/node_large.py inference --preset products --nodes 500000 --encoder gcn
     python benchmarks/node_large.py table
     python benchmarks/node_large.py cora --seeds 10 --batch-size 512   # -> results/
 
@@ -27,7 +28,11 @@ test accuracy on the generator's labels (logistic regression on the embeddings o
 generator's train nodes, ``C`` on its validation nodes; capped at ``--probe-nodes`` nodes
 per set to bound the probe's time). ``steps`` alternates, on the same pre-sampled batches,
 one contrastive step (two augmented views, encoder and head, InfoNCE over the seeds) and
-one supervised GraphSAGE step (encoder, linear classifier, cross-entropy on the seeds).
+one supervised GraphSAGE step (encoder, linear classifier, cross-entropy on the seeds),
+both with their layers trimmed to the rows that reach the seeds (``--untrimmed``: every
+layer on every sampled node). ``inference`` times layer-wise embeddings against a full-graph
+forward of the same encoder on the same graph (``--nodes``: a graph of that many nodes at
+the preset's mean degree).
 """
 
 from __future__ import annotations
@@ -49,11 +54,16 @@ def rss_mb() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def generate(preset: str):
-    from cl2gnn.datasets.contextual_sbm import PRESETS as SIZES
-    from cl2gnn.datasets.contextual_sbm import contextual_sbm
+def generate(preset: str, nodes: int | None = None):
+    """The preset's graph; with ``nodes``, that many nodes at the preset's mean degree."""
+    from cl2gnn.datasets import PRESETS as SIZES
+    from cl2gnn.datasets import contextual_sbm
 
-    return contextual_sbm(**SIZES[preset], seed=0)
+    size = dict(SIZES[preset])
+    if nodes is not None:
+        size["num_edges"] = round(size["num_edges"] * nodes / size["num_nodes"])
+        size["num_nodes"] = nodes
+    return contextual_sbm(**size, seed=0)
 
 
 def capped(mask, cap: int, seed: int = 0):
@@ -93,7 +103,7 @@ def run(args) -> dict:
     init_from_env("cpu")
     rank, world = rank_and_world()
     start = time.perf_counter()
-    data = generate(args.preset)
+    data = generate(args.preset, args.nodes)
     generated_s = time.perf_counter() - start
     graph_mb = (data.x.nbytes + data.edge_index.nbytes) / 2**20
     config = config_from(args)
@@ -155,10 +165,10 @@ def steps(args) -> dict:
     import torch
 
     from cl2gnn.graphs import neighbor_loader
-    from cl2gnn.node.minibatch import MinibatchTrainer, SeedBatches
+    from cl2gnn.node.minibatch import MinibatchTrainer, SeedBatches, trimmed
     from cl2gnn.node.models import GraphEncoder
 
-    data = generate(args.preset)
+    data = generate(args.preset, args.nodes)
     config = config_from(args)
     torch.manual_seed(0)
     loader = neighbor_loader(
@@ -181,8 +191,12 @@ def steps(args) -> dict:
         [*supervised.parameters(), *classifier.parameters()], lr=config.learning_rate
     )
 
+    contrastive.trim = contrastive.trim and not args.untrimmed
+
     def supervised_step(batch):
         graph = supervised.propagation_graph(batch.edge_index, batch.num_nodes)
+        if contrastive.trim:  # the same trimming: the layers that reach the seeds
+            graph = trimmed(graph, batch.edge_index, batch.batch_size)
         logits = classifier(supervised(batch.x, graph)[: batch.batch_size])
         loss = torch.nn.functional.cross_entropy(logits, batch.y[: batch.batch_size])
         supervised_opt.zero_grad(set_to_none=True)
@@ -206,12 +220,89 @@ def steps(args) -> dict:
         "batch_size": config.batch_size,
         "num_neighbors": list(config.num_neighbors),
         "steps": args.steps,
+        "nodes": data.num_nodes,
+        "trimmed": contrastive.trim,
         "sampled_nodes_median": sorted(b.num_nodes for b in sampled)[len(sampled) // 2],
         "sample_ms": 1000 * sample,
         "contrastive_ms": 1000 * median["contrastive"],
         "supervised_ms": 1000 * median["supervised"],
         "ratio": median["contrastive"] / median["supervised"],
         "ratio_with_sampling": (median["contrastive"] + sample) / (median["supervised"] + sample),
+        "threads": torch.get_num_threads(),
+    }
+
+
+def inference(args) -> dict:
+    """Layer-wise embeddings against a full-graph forward of the same encoder on the same
+    graph, alternating, in this process; peak RSS after the layer-wise rounds (before any
+    full-graph forward) beside the graph's tensors."""
+    import torch
+
+    from cl2gnn.apps.node import peak_rss_mb
+    from cl2gnn.graphs import TorchNeighborSampler
+    from cl2gnn.node.minibatch import full_neighbourhood, layerwise_embeddings
+    from cl2gnn.node.models import GraphEncoder
+
+    bare = rss_mb()
+    data = generate(args.preset, args.nodes)
+    graph_mb = (data.x.nbytes + data.edge_index.nbytes) / 2**20
+    torch.manual_seed(0)
+    encoder = GraphEncoder(data.x.size(1), args.hidden, "prelu", args.encoder).eval()
+    n = data.num_nodes
+    start = time.perf_counter()
+    sampler = full_neighbourhood(TorchNeighborSampler(data, [-1]))  # the trainer's CSC graph
+    degree = encoder.degree(data.edge_index, n)
+    setup_s = time.perf_counter() - start
+    setup_peak = peak_rss_mb() - bare  # the generator's and the CSC's own peak
+
+    def layerwise():
+        return layerwise_embeddings(encoder, data.x, sampler, degree, args.batch_size)
+
+    def full():
+        with torch.no_grad():
+            start = time.perf_counter()
+            graph = encoder.propagation_graph(data.edge_index, n)
+            build = time.perf_counter() - start
+            return encoder(data.x, graph), build
+
+    times = {"layerwise": [], "full": [], "full_graph_build": []}
+    start = time.perf_counter()
+    embeddings = layerwise()
+    times["layerwise"].append(time.perf_counter() - start)
+    peak = peak_rss_mb() - bare
+    for _ in range(args.rounds):
+        start = time.perf_counter()
+        reference, build = full()
+        times["full"].append(time.perf_counter() - start)
+        times["full_graph_build"].append(build)
+        del reference
+        start = time.perf_counter()
+        embeddings = layerwise()
+        times["layerwise"].append(time.perf_counter() - start)
+    reference, _ = full()
+    best = {k: min(v) for k, v in times.items()}
+    return {
+        "preset": args.preset,
+        "mode": "inference",
+        "nodes": n,
+        "edges": data.edge_index.size(1),
+        "encoder": args.encoder,
+        "hidden": args.hidden,
+        "batch_size": args.batch_size,
+        "rounds": args.rounds,
+        "layerwise_s": best["layerwise"],
+        "full_forward_s": best["full"],
+        "full_graph_build_s": best["full_graph_build"],
+        "ratio": best["layerwise"] / best["full"],
+        "ratio_to_forward_without_build": best["layerwise"]
+        / (best["full"] - best["full_graph_build"]),
+        "csc_and_degree_s": setup_s,
+        "times_s": times,
+        "max_abs_difference": float((embeddings - reference).abs().max()),
+        "graph_mb": graph_mb,
+        "setup_peak_rss_above_import_mb": setup_peak,
+        "layerwise_peak_rss_above_import_mb": peak,
+        "layerwise_rss_over_graph": peak / graph_mb,
         "threads": torch.get_num_threads(),
     }
 
@@ -253,37 +344,9 @@ def cora(args) -> None:
     )
 
 
-def table(out: Path) -> None:
+def save_node_large(rows: list) -> None:
     from _results import save_table  # benchmarks/_results.py
 
-    records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
-    runs = [r for r in records if r["mode"] != "steps"]
-    rows = []
-    for r in runs:
-        keys = "exact tiled InfoNCE" if r["num_keys"] is None else f"{r['num_keys']} sampled keys"
-        what = f"full batch, {keys}"
-        if r["mode"] == "minibatch":
-            what = f"mini-batch {r['batch_size']}, fan-out {r['num_neighbors']}"
-            if r["max_steps"]:
-                what += f", first {r['max_steps']} steps"
-        rows.append(
-            [
-                r["preset"],
-                what,
-                r["processes"],
-                r["encoder"],
-                r["hidden"],
-                r["epochs"],
-                f"{r['epoch_s']:.1f}" + (f" ({r['max_steps']} steps)" if r["max_steps"] else ""),
-                f"{r['embed_s']:.0f}" if "embed_s" in r else None,
-                f"{r['seeds_per_s']:.0f}" if "seeds_per_s" in r else None,
-                f"{r['graph_mb']:.0f}",
-                f"{r['peak_rss_above_import_mb']:.0f}",
-                f"{r['peak_rss_above_import_mb'] / r['graph_mb']:.2f}",
-                f"{r['test_accuracy']:.2f}" if "test_accuracy" in r else None,
-                f"{r['raw_feature_accuracy']:.2f}" if "raw_feature_accuracy" in r else None,
-            ]
-        )
     save_table(
         "node_large",
         "Scale",
@@ -312,9 +375,45 @@ def table(out: Path) -> None:
         command="python benchmarks/node_large.py run ... (one line per row; see the module "
         "docstring), then python benchmarks/node_large.py table",
     )
+
+
+def table(out: Path) -> None:
+    from _results import save_table  # benchmarks/_results.py
+
+    records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    runs = [r for r in records if r["mode"] in ("full", "minibatch")]
+    rows = []
+    for r in runs:
+        keys = "exact tiled InfoNCE" if r["num_keys"] is None else f"{r['num_keys']} sampled keys"
+        what = f"full batch, {keys}"
+        if r["mode"] == "minibatch":
+            what = f"mini-batch {r['batch_size']}, fan-out {r['num_neighbors']}"
+            if r["max_steps"]:
+                what += f", first {r['max_steps']} steps"
+        rows.append(
+            [
+                r["preset"],
+                what,
+                r["processes"],
+                r["encoder"],
+                r["hidden"],
+                r["epochs"],
+                f"{r['epoch_s']:.1f}" + (f" ({r['max_steps']} steps)" if r["max_steps"] else ""),
+                f"{r['embed_s']:.0f}" if "embed_s" in r else None,
+                f"{r['seeds_per_s']:.0f}" if "seeds_per_s" in r else None,
+                f"{r['graph_mb']:.0f}",
+                f"{r['peak_rss_above_import_mb']:.0f}",
+                f"{r['peak_rss_above_import_mb'] / r['graph_mb']:.2f}",
+                f"{r['test_accuracy']:.2f}" if "test_accuracy" in r else None,
+                f"{r['raw_feature_accuracy']:.2f}" if "raw_feature_accuracy" in r else None,
+            ]
+        )
+    if rows:
+        save_node_large(rows)
     step_rows = [
         [
             r["preset"],
+            "yes" if r.get("trimmed") else "no",
             r["encoder"],
             r["hidden"],
             r["batch_size"],
@@ -336,6 +435,7 @@ def table(out: Path) -> None:
             "A contrastive step against a supervised GraphSAGE step on the same sampled batches",
             [
                 "graph",
+                "layers trimmed to the seeds",
                 "contrastive encoder",
                 "hidden",
                 "batch",
@@ -351,6 +451,48 @@ def table(out: Path) -> None:
             notes="Medians over the steps, the two kinds alternating on the same batches.",
             command="python benchmarks/node_large.py steps --preset products --steps 20 "
             "--hidden 64 --encoder sage --num-neighbors 10 5",
+        )
+    inference_rows = [
+        [
+            f"{r['preset']}-density, {r['nodes']:,} nodes, {r['edges']:,} edges",
+            r["encoder"],
+            r["hidden"],
+            r["batch_size"],
+            f"{r['full_forward_s']:.2f} ({r['full_graph_build_s']:.2f})",
+            f"{r['layerwise_s']:.2f}",
+            f"{r['ratio']:.2f}",
+            f"{r['ratio_to_forward_without_build']:.2f}",
+            f"{r['graph_mb']:.0f}",
+            f"{r['layerwise_peak_rss_above_import_mb']:.0f}",
+            f"{r['layerwise_rss_over_graph']:.2f}",
+        ]
+        for r in records
+        if r["mode"] == "inference"
+    ]
+    if inference_rows:
+        save_table(
+            "node_large_inference",
+            "Scale",
+            "Layer-wise inference against a full-graph forward of the same encoder",
+            [
+                "graph",
+                "encoder",
+                "hidden",
+                "target batch",
+                "full-graph forward (s) (of it, building the graph)",
+                "layer-wise (s)",
+                "ratio",
+                "ratio to the forward alone",
+                "graph tensors (MB)",
+                "layer-wise peak RSS above import (MB)",
+                "RSS / graph",
+            ],
+            inference_rows,
+            notes="One process per row, the two alternating; the best of the rounds. The "
+            "layer-wise peak is taken before any full-graph forward ran; it holds the graph, "
+            "its CSC copy (the sampler's) and the layers' outputs.",
+            command="python benchmarks/node_large.py inference --preset products "
+            "--nodes 500000 --encoder gcn",
         )
 
 
@@ -372,7 +514,17 @@ def main(argv=None) -> int:
         p.add_argument("--no-embed", action="store_true", help="with --max-steps: no embeddings")
         p.add_argument("--steps", type=cmdline.positive_int, default=30)
         p.add_argument("--probe-nodes", type=cmdline.positive_int, default=20_000)
+        p.add_argument("--nodes", type=cmdline.positive_int, help="at the preset's mean degree")
+        p.add_argument("--untrimmed", action="store_true", help="steps: every layer on every node")
         p.add_argument("--out", type=cmdline.output_file, default="runs/node_large.jsonl")
+    p = sub.add_parser("inference")
+    p.add_argument("--preset", choices=PRESETS, default="products")
+    p.add_argument("--nodes", type=cmdline.positive_int, help="at the preset's mean degree")
+    p.add_argument("--encoder", choices=("gcn", "sage", "gat"), default="gcn")
+    p.add_argument("--hidden", type=cmdline.positive_int, default=128)
+    p.add_argument("--batch-size", type=cmdline.positive_int, default=1024)
+    p.add_argument("--rounds", type=cmdline.positive_int, default=2)
+    p.add_argument("--out", type=cmdline.output_file, default="runs/node_large.jsonl")
     p = sub.add_parser("cora")
     p.add_argument("--seeds", type=cmdline.positive_int, default=10)
     p.add_argument("--batch-size", type=cmdline.positive_int, default=512)
@@ -389,7 +541,7 @@ def main(argv=None) -> int:
             return 0
         if args.command == "run" and args.mode == "full" and args.max_steps:
             parser.error("--max-steps applies to --mode minibatch")
-        record = run(args) if args.command == "run" else steps(args)
+        record = {"run": run, "steps": steps, "inference": inference}[args.command](args)
         if record:
             print(json.dumps(record))
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ several processes make a step of the same distribution, not the same step.
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Iterator
 
 import torch
@@ -33,7 +34,7 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
-from torch_geometric.sampler import BaseSampler, NodeSamplerInput
+from torch_geometric.sampler import BaseSampler
 
 from .._validation import check_integer
 from ..distributed import gather_rows, rank_and_world, shard_of
@@ -42,7 +43,8 @@ from ..graphs import neighbor_loader
 from .config import NodeConfig
 from .features import is_sparse, prepare_features
 from .methods import ViewBatch
-from .models import GraphEncoder, read_out
+from .methods.contrastive import ContrastiveMethod
+from .models import GraphEncoder, first_rows, read_out
 from .trainer import Trainer
 from .views import augment
 
@@ -150,37 +152,90 @@ def layerwise_embeddings(
     readout: str = "last",
     device: str | torch.device = "cpu",
 ) -> Tensor:
-    """The encoder's output on the whole graph, layer by layer: each layer for batches of
-    ``batch_size`` target nodes on their complete in-neighbourhoods (``sampler`` from
-    :func:`full_neighbourhood`), with the whole graph's ``degree`` (from
-    :meth:`~cl2gnn.node.models.GraphEncoder.degree`) in the normalisation —
-    so every row equals the full-graph forward's, and the memory is that of one layer's
-    output for all nodes plus one batch's neighbourhood. Under a process group each rank
-    computes an equal share of the rows and the layers are all-gathered."""
+    """The encoder's output on the whole graph, layer by layer, at the cost of one
+    full-graph forward: each layer's linear map once for every node (by batches of
+    ``batch_size`` rows; :meth:`~cl2gnn.node.models.GraphEncoder.shared_map`), then the
+    rows of ``batch_size`` target nodes at a time from their in-edges (the CSC graph
+    ``sampler`` holds, e.g. the one of :func:`full_neighbourhood`) weighted by the whole
+    graph's ``degree`` (from :meth:`~cl2gnn.node.models.GraphEncoder.degree`; GCN and
+    GraphSAGE need it) — so every row equals the full-graph forward's, and the memory is
+    that of the layer's input, its linear map and its output for all nodes. Where the map
+    widens the features, the batch's propagated inputs are mapped instead (the same
+    product, fewer columns to propagate). Under a process group each rank computes an
+    equal share of the rows and they are all-gathered."""
+    if degree is None and encoder.kind != "gat":
+        raise ValueError(f"layer-wise {encoder.kind} inference needs the whole graph's degree")
     rank, world = rank_and_world()
-    mine = torch.arange(x.size(0)).tensor_split(world)[rank]
+    n = x.size(0)
+    mine = torch.arange(n).tensor_split(world)[rank]  # a contiguous range of rows
+    first, last = (int(mine[0]), int(mine[-1]) + 1) if mine.numel() else (0, 0)
+    colptr, source_of = sampler.colptr, sampler.row
+    on_cpu = torch.device(device).type == "cpu"
     sparse = is_sparse(x)
+
+    def gathered(rows: Tensor) -> Tensor:
+        if world > 1:  # on the device: NCCL gathers CUDA tensors only
+            rows = gather_rows(rows.to(device), shard_of(rows), grad=False).cpu()
+        return rows
+
+    def by_rows(compute) -> Tensor:
+        """``compute(start, end)`` for this rank's rows, by batches, into one tensor."""
+        out = None
+        for start in range(first, last, batch_size):
+            rows = compute(start, min(start + batch_size, last)).cpu()
+            if out is None:
+                out = rows.new_empty(last - first, rows.size(1))
+            out[start - first : start - first + rows.size(0)] = rows
+        return gathered(out)
+
     h, outputs = x, []
     for index in (0, 1):
-        out = None
-        for start in range(0, mine.numel(), batch_size):
-            targets = mine[start : start + batch_size]
-            sub = sampler.sample_from_nodes(NodeSamplerInput(input_id=None, node=targets))
-            edges = torch.stack([sub.row, sub.col]).to(device)
-            sub_degree = None if degree is None else degree[sub.node].to(device)
-            graph = encoder.propagation_graph(edges, sub.node.numel(), sub_degree)
-            inputs = h[sub.node].to(device)
-            inputs = prepare_features(inputs, sparse) if index == 0 else inputs
-            rows = encoder.layer(index, inputs, graph)[: targets.numel()].cpu()
-            if out is None:
-                out = rows.new_empty(mine.numel(), rows.size(1))
-            out[start : start + targets.numel()] = rows
-        if world > 1:  # on the device: NCCL gathers CUDA tensors only
-            out = out.to(device)
-            out = gather_rows(out, shard_of(out), grad=False).cpu()
-        outputs.append(out)
-        h = out
+
+        def inputs(start: int, end: int, h=h, index=index):
+            rows = h[start:end].to(device)
+            return prepare_features(rows, sparse) if index == 0 else rows
+
+        def mapped(start: int, end: int, inputs=inputs, index=index):
+            return encoder.shared_map(index, inputs(start, end))
+
+        shared = by_rows(mapped) if encoder.maps_first(index, sparse) else None
+        table = h if shared is None else shared
+
+        def rows_of(start: int, end: int, shared=shared, table=table, index=index):
+            ptr = colptr[start : end + 1]
+            source = source_of[ptr[0] : ptr[-1]]
+            ptr = ptr - ptr[0]
+            weight, loop = encoder.propagation_rows(ptr, source, start, degree)
+            sources = table
+            if not on_cpu:  # the batch's sources only, relabelled
+                nodes, source = source.unique(return_inverse=True)
+                sources = table[nodes]
+            with warnings.catch_warnings():  # torch's "sparse CSR is beta" notices
+                warnings.simplefilter("ignore", UserWarning)
+                adj = torch.sparse_csr_tensor(
+                    ptr, source, weight, size=(end - start, sources.size(0))
+                ).to(device)
+            own = None if shared is None else shared[start:end].to(device)
+            loop = None if loop is None else loop.to(device)
+            return encoder.rows_output(
+                index, sources.to(device), inputs(start, end), own, adj, loop
+            )
+
+        h = by_rows(rows_of)
+        outputs.append(h)
     return read_out(x, outputs[0], outputs[1], readout)
+
+
+def trimmed(graph: Tensor, edges: Tensor, seeds: int) -> tuple[Tensor, Tensor]:
+    """A sampled subgraph's propagation graph (CSR) for each encoder layer, trimmed to the
+    rows that reach the first ``seeds`` nodes (PyG's ``trim_to_layer`` on the CSR graph):
+    the first layer for the seeds and the sources of their in-edges in ``edges`` (the
+    un-augmented sample, which holds every view's edges; the sampler lists the seeds first,
+    then the nodes each hop adds), the second for the seeds only. The seeds' rows are those
+    of the untrimmed forward."""
+    into_seeds = edges[0][edges[1] < seeds]
+    reach = max(seeds, int(into_seeds.max()) + 1) if into_seeds.numel() else seeds
+    return first_rows(graph, reach, graph.size(1)), first_rows(graph, seeds, reach)
 
 
 def check_batch_size(method, label: str, num_nodes: int, batch_size: int, world: int) -> int:
@@ -245,6 +300,14 @@ class MinibatchTrainer(Trainer):
         self.one_hop = full_neighbourhood(self.loader.node_sampler)
         self.degree = self.encoder.degree(data.edge_index, n)
         self.steps_per_epoch = len(self.batches)
+        # the layers on rows that cannot reach the seeds are skipped where nothing else reads
+        # them: GRACE's scheme reads the seeds' rows alone, and batch norm's statistics
+        # would change (GAT's edge lists are not trimmed)
+        self.trim = (
+            isinstance(self.method, ContrastiveMethod)
+            and not config.batch_norm
+            and config.encoder != "gat"
+        )
 
     def step(self, batch: Data) -> Tensor:
         """One optimiser step on a sampled batch; returns the loss (this rank's value)."""
@@ -256,6 +319,8 @@ class MinibatchTrainer(Trainer):
             for v in (0, 1)
         ]
         graphs = self.propagation_graphs(batch.n_id, edges, [e for _, e in views])
+        if self.trim:
+            graphs = [trimmed(g, edges, batch.batch_size) for g in graphs]
         inputs = ViewBatch(
             [(v, g) for (v, _), g in zip(views, graphs, strict=True)], edges, batch.batch_size
         )

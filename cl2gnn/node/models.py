@@ -10,7 +10,7 @@ from torch import Tensor
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import degree as degree_of
-from torch_geometric.utils import spmm, to_torch_csr_tensor
+from torch_geometric.utils import softmax, spmm, to_torch_csr_tensor
 
 from .features import SparseFeatures
 from .names import EMBEDDINGS, ENCODERS
@@ -122,6 +122,29 @@ class GraphEncoder(torch.nn.Module):
             warnings.simplefilter("ignore", UserWarning)
             return to_torch_csr_tensor(edge_index.flip(0), weight, size=(num_nodes, num_nodes))
 
+    def propagation_rows(
+        self, ptr: Tensor, source: Tensor, first: int, degree: Tensor | None
+    ) -> tuple[Tensor, Tensor | None]:
+        """The entries of :meth:`propagation_graph`'s rows ``first … first + rows - 1`` on
+        the whole graph, from those nodes' in-edges in CSC form (``ptr`` ``[rows + 1]``
+        from 0, ``source`` their global ids) and the whole graph's ``degree``: the edges'
+        weights, and GCN's self-loop weights ``[rows]`` apart (``None`` without), its
+        existing self-loops weighing ``0`` (``gcn_norm`` replaces them). GAT: ``0`` on a
+        self-loop and ``1`` on any other edge (its attention replaces them too)."""
+        rows = ptr.numel() - 1
+        target = first + torch.repeat_interleave(torch.arange(rows), ptr.diff())
+        dtype = torch.get_default_dtype()
+        if self.kind == "gat":
+            return (source != target).to(dtype), None
+        if self.kind == "sage":
+            return 1.0 / degree.to(dtype)[target], None
+        scale = degree.to(dtype).rsqrt()
+        scale = scale.masked_fill(scale.isinf(), 0.0)
+        weight = scale[source] * scale[target]
+        if not self.self_loops:
+            return weight, None
+        return weight.masked_fill(source == target, 0.0), scale[first : first + rows].square()
+
     def degree(self, edge_index: Tensor, num_nodes: int) -> Tensor:
         """The degrees :meth:`propagation_graph` normalises by, counted without copying the
         edges: GCN's in-degree with one self-loop per node (``gcn_norm``'s; the plain
@@ -137,34 +160,155 @@ class GraphEncoder(torch.nn.Module):
         return degree - loops + 1
 
     def _first_conv(self, x: Tensor | SparseFeatures, graph: Tensor) -> Tensor:
+        rows = graph.size(0) if graph.layout == torch.sparse_csr else x.size(0)
         if not isinstance(x, SparseFeatures):
-            return self.conv1(x, graph)
+            return self.conv1(self._pair(x, graph), graph)
         if self.kind == "gat":
             return self.conv1(x.to_dense(), graph)
         if self.kind == "sage":  # W_nbr (Ā X) + b + W_self X with the fixed sparse X
             conv = self.conv1
             neighbours = spmm(graph, x.matmul(conv.lin_l.weight.T)) + conv.lin_l.bias
-            return neighbours + x.matmul(conv.lin_r.weight.T)
+            return neighbours + x.matmul(conv.lin_r.weight.T)[:rows]
         # GCNConv's Â (X W) + b with the fixed sparse X (its column mask moved to W)
         return spmm(graph, x.matmul(self.conv1.lin.weight.T)) + self.conv1.bias
 
+    def _pair(self, x: Tensor, graph: Tensor) -> Tensor | tuple[Tensor, Tensor]:
+        """GraphSAGE's input as (sources, targets): a trimmed graph (:func:`first_rows`) keeps
+        the first rows only, and its own term needs those rows alone."""
+        if self.kind != "sage":
+            return x
+        return x, x[: graph.size(0)]
+
     def layer(self, index: int, x: Tensor | SparseFeatures, graph: Tensor) -> Tensor:
         """Layer ``index`` (0 or 1) with its activation, on ``graph`` (from
-        :meth:`propagation_graph`): the two steps of :meth:`forward`, for layer-wise
-        inference."""
+        :meth:`propagation_graph`, or its :func:`first_rows`): the two steps of
+        :meth:`forward`."""
         if index == 0:
             return self.act1(self.norm1(self._first_conv(x, graph)))
-        return self.act2(self.norm2(self.conv2(x, graph)))
+        return self.act2(self.norm2(self.conv2(self._pair(x, graph), graph)))
 
-    def forward(self, x: Tensor | SparseFeatures, graph: Tensor, readout: str = "last") -> Tensor:
-        """``graph``: the output of :meth:`propagation_graph`. ``readout`` (an embedding for
-        the probe): ``"last"`` the last layer ``[N, hidden]``; ``"concat"`` both layers side
-        by side (jumping-knowledge concatenation, ``[N, 3·hidden]``); ``"layers"`` every layer,
-        the input features included, each row scaled to unit length so that no layer
-        outweighs the others by its scale (``[N, in + 3·hidden]``)."""
+    def forward(
+        self,
+        x: Tensor | SparseFeatures,
+        graph: Tensor | tuple[Tensor, Tensor],
+        readout: str = "last",
+    ) -> Tensor:
+        """``graph``: the output of :meth:`propagation_graph`, or one graph per layer, each
+        layer's trimmed to the rows the next one reads (:func:`first_rows`; the output then
+        holds the second graph's rows). ``readout`` (an embedding for the probe): ``"last"``
+        the last layer ``[N, hidden]``; ``"concat"`` both layers side by side
+        (jumping-knowledge concatenation, ``[N, 3·hidden]``); ``"layers"`` every layer, the
+        input features included, each row scaled to unit length so that no layer outweighs
+        the others by its scale (``[N, in + 3·hidden]``)."""
         check_readout(readout)
-        first = self.layer(0, x, graph)
-        return read_out(x, first, self.layer(1, first, graph), readout)
+        first_graph, last_graph = graph if isinstance(graph, tuple) else (graph, graph)
+        first = self.layer(0, x, first_graph)
+        return read_out(x, first, self.layer(1, first, last_graph), readout)
+
+    # -- layer-wise inference: each layer's linear map once per node, then one propagation
+
+    def _maps(self, index: int) -> tuple[torch.nn.Module, Tensor, Tensor | None, Tensor | None]:
+        """Layer ``index``'s convolution, its weight on the sources' features, its bias and
+        (GraphSAGE) its weight on the target's own features."""
+        conv = self.conv1 if index == 0 else self.conv2
+        if self.kind == "gcn":
+            return conv, conv.lin.weight, conv.bias, None
+        if self.kind == "sage":
+            return conv, conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight
+        return conv, conv.lin.weight, conv.bias, None
+
+    def maps_first(self, index: int, sparse: bool) -> bool:
+        """Whether layer-wise inference maps every node's features first (``X W`` once, by
+        :meth:`shared_map`) and propagates the product, or propagates ``X`` and maps each
+        batch's result: the first where the map narrows the features (or they are sparse,
+        or GAT, whose attention needs ``X W``), so that the propagation moves fewer columns."""
+        weight = self._maps(index)[1]
+        return self.kind == "gat" or (index == 0 and sparse) or weight.size(0) < weight.size(1)
+
+    def shared_map(self, index: int, x: Tensor | SparseFeatures) -> Tensor:
+        """Layer ``index``'s linear map of the rows ``x`` as sources, which layer-wise
+        inference computes once for every node (by batches of rows): ``X W`` (GraphSAGE:
+        its neighbour weight), for GAT followed by each head's two attention terms
+        (``[rows, heads · out + 2 · heads]``)."""
+        _, weight, _, _ = self._maps(index)
+        mapped = x.matmul(weight.T)
+        if self.kind != "gat":
+            return mapped
+        conv = self.conv1 if index == 0 else self.conv2
+        heads = mapped.view(-1, conv.heads, conv.out_channels)
+        source = (heads * conv.att_src).sum(-1)
+        target = (heads * conv.att_dst).sum(-1)
+        return torch.cat([mapped, source, target], 1)
+
+    def rows_output(
+        self,
+        index: int,
+        sources: Tensor,
+        targets: Tensor | SparseFeatures,
+        shared_targets: Tensor | None,
+        adj: Tensor,
+        loop: Tensor | None,
+    ) -> Tensor:
+        """Layer ``index``'s output (activation included) for a batch of target nodes, as
+        the whole graph's forward computes their rows.
+
+        ``adj``: the targets' rows of the whole graph's propagation graph (CSR
+        ``[targets, sources]``; GCN's self-loops as ``loop``, their weights ``[targets]``;
+        for GAT the edges only, a self-loop's value ``0`` and any other ``1``). ``sources``:
+        the sources' :meth:`shared_map` where :meth:`maps_first`, else their features;
+        ``targets``: the targets' features; ``shared_targets``: their :meth:`shared_map`
+        (GAT, GCN's self-loops)."""
+        conv, weight, bias, own = self._maps(index)
+        if self.kind == "gat":
+            out = self._attend(conv, sources, shared_targets, adj)
+        elif self.maps_first(index, isinstance(targets, SparseFeatures)):
+            out = spmm(adj, sources)
+            if loop is not None:
+                out = out + loop[:, None] * shared_targets
+        else:  # propagate the narrower features, then map the batch's rows
+            out = spmm(adj, sources)
+            if loop is not None:
+                out = out + loop[:, None] * targets
+            out = out @ weight.T
+        if bias is not None:
+            out = out + bias
+        if own is not None:
+            out = out + targets.matmul(own.T)  # a Tensor's or SparseFeatures' product
+        norm, act = (self.norm1, self.act1) if index == 0 else (self.norm2, self.act2)
+        return act(norm(out))
+
+    @staticmethod
+    def _attend(conv: GATConv, sources: Tensor, targets: Tensor, adj: Tensor) -> Tensor:
+        """GATConv's propagation for the rows of ``adj`` from the shared maps: each
+        target's softmax over its in-edges (self-loops dropped) and one self-loop."""
+        heads, width = conv.heads, conv.heads * conv.out_channels
+        ptr, source = adj.crow_indices(), adj.col_indices()
+        rows = ptr.numel() - 1
+        target = torch.repeat_interleave(torch.arange(rows, device=ptr.device), ptr.diff())
+        logits = sources[source, width : width + heads] + targets[target, width + heads :]
+        logits = logits.masked_fill(adj.values()[:, None] == 0, float("-inf"))
+        loops = targets[:, width : width + heads] + targets[:, width + heads :]
+        index = torch.cat([target, torch.arange(rows, device=ptr.device)])
+        alpha = torch.nn.functional.leaky_relu(torch.cat([logits, loops]), conv.negative_slope)
+        alpha = softmax(alpha, index, num_nodes=rows)
+        messages = torch.cat([sources[source, :width], targets[:, :width]])
+        messages = messages.view(-1, heads, conv.out_channels) * alpha[..., None]
+        out = messages.new_zeros(rows, heads, conv.out_channels).index_add_(0, index, messages)
+        return out.view(rows, width) if conv.concat else out.mean(1)
+
+
+def first_rows(graph: Tensor, rows: int, columns: int) -> Tensor:
+    """The first ``rows`` rows of a CSR ``adj_t`` whose entries lie in its first ``columns``
+    columns: the propagation graph of a layer whose output is kept for the first ``rows``
+    nodes only, from the first ``columns`` nodes' inputs (a sampled subgraph lists its nodes
+    by hop: the seeds, then their neighbours)."""
+    ptr = graph.crow_indices()[: rows + 1]
+    end = int(ptr[-1])
+    with warnings.catch_warnings():  # torch's "sparse CSR is beta" notices
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(
+            ptr, graph.col_indices()[:end], graph.values()[:end], size=(rows, columns)
+        )
 
 
 def check_readout(readout: str) -> None:
