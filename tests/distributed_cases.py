@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,8 +26,9 @@ from cl2gnn.losses import (
     KernelInfoNCELoss,
     RandomWalkLoss,
     SpectralContrastiveLoss,
+    _tiling,
 )
-from cl2gnn.nn import ContrastiveConv, UniformAttention
+from cl2gnn.nn import AttentionAlignConv, ContrastiveConv, UniformAttention
 
 from . import distributed_vision as vision
 
@@ -34,13 +36,32 @@ f64 = torch.float64
 SIZES = {2: (5, 3), 3: (4, 1, 3)}  # samples per rank: uneven, one rank with a single sample
 MODES = ("gather", "ring")
 DIM = 4
-TILE = 3  # the operators' ring tiles: several per rank, the last one partial
+# tiles (the losses' _tiling.TILE, read by the operator cases too): one tile for everything, or
+# 3 rows, so that every rank crosses several row and ring tiles, the last one partial
+TILINGS = {"one tile": 1024, "small tiles": 3}
+
+
+def tile() -> int:
+    """The tile of this call: the losses' (module-level) ``_tiling.TILE``."""
+    return _tiling.TILE
+
+
+@contextmanager
+def tiles(size: int) -> Iterator[None]:
+    """Every loss's (and case's) tile ``size`` within the block."""
+    before = _tiling.TILE
+    _tiling.TILE = size
+    try:
+        yield
+    finally:
+        _tiling.TILE = before
 
 
 @dataclass(frozen=True)
 class Case:
     """``kind``: ``"loss"`` (each rank returns ``P ×`` its share), ``"energy"`` (an
-    operator's share), ``"step"`` (an operator's forward: this rank's rows of the step).
+    operator's share), ``"step"`` (an operator's forward: this rank's rows of the step,
+    differentiated through the fixed projection ``probe``).
     ``inputs(generator, samples)`` builds the global inputs; ``run(inputs, distributed)``
     evaluates the objective on (a rank's slice of) them."""
 
@@ -64,6 +85,18 @@ def _views_and_graph(generator, samples):
     keep = torch.rand(samples, 3, 3, generator=generator) < 0.6
     keep[:, 0, 1] = True  # every sample has a positive pair
     return {**_views(generator, samples, 3), "w": weight * keep}
+
+
+def _probed(make):
+    """``make``'s inputs and a fixed projection ``probe`` of a step's output rows."""
+
+    def inputs(generator, samples):
+        made = make(generator, samples)
+        views = made["z"].size(1)
+        probe = torch.randn(samples, views, DIM, generator=generator, dtype=f64)
+        return {**made, "probe": probe}
+
+    return inputs
 
 
 def _rows(z):
@@ -155,7 +188,7 @@ CASES = {
     "UniformAttention": Case(
         "energy",
         _views,
-        lambda t, d: UniformAttention(temperature=0.5, tile_size=TILE, distributed=d).energy(
+        lambda t, d: UniformAttention(temperature=0.5, tile_size=tile(), distributed=d).energy(
             _rows(t["z"])
         ),
     ),
@@ -163,41 +196,90 @@ CASES = {
         "energy",
         lambda g, s: {**_views(g, s), "w": torch.rand(s, 2, generator=g, dtype=f64)},
         lambda t, d: UniformAttention(
-            temperature=0.7, stop_gradient=True, tile_size=TILE, distributed=d
+            temperature=0.7, stop_gradient=True, tile_size=tile(), distributed=d
         ).energy(_rows(t["z"]), weight=t["w"].reshape(-1)),
     ),
     "UniformAttention-self_loops": Case(
         "energy",
         lambda g, s: _views(g, s, 1),
         lambda t, d: UniformAttention(
-            temperature=0.5, self_loops=True, tile_size=TILE, distributed=d
+            temperature=0.5, self_loops=True, tile_size=tile(), distributed=d
         ).energy(_rows(t["z"])),
     ),
     "UniformAttention-exclude_index": Case(
         "energy",
         lambda g, s: _views(g, s, 3),
-        lambda t, d: UniformAttention(temperature=0.5, tile_size=TILE, distributed=d).energy(
+        lambda t, d: UniformAttention(temperature=0.5, tile_size=tile(), distributed=d).energy(
             _rows(t["z"]), exclude_index=pair_graph(sample_id=_sample_id(t["z"]))
         ),
     ),
     "ContrastiveConv": Case(
         "energy",
         _views,
-        lambda t, d: ContrastiveConv(temperature=0.5, distributed=d).energy(
+        lambda t, d: ContrastiveConv(temperature=0.5, tile_size=tile(), distributed=d).energy(
             F.normalize(_rows(t["z"]), dim=1), pair_graph(sample_id=_sample_id(t["z"]))
         ),
     ),
     "UniformAttention-forward": Case(
         "step",
-        _views,
-        lambda t, d: UniformAttention(step=0.3, temperature=0.5, distributed=d)(_rows(t["z"])),
+        _probed(_views),
+        lambda t, d: UniformAttention(step=0.3, temperature=0.5, tile_size=tile(), distributed=d)(
+            _rows(t["z"])
+        ),
     ),
     "UniformAttention-forward-stop_gradient": Case(
         "step",
-        _views,
-        lambda t, d: UniformAttention(step=0.3, temperature=0.5, stop_gradient=True, distributed=d)(
-            _rows(t["z"])
+        _probed(_views),
+        lambda t, d: UniformAttention(
+            step=0.3, temperature=0.5, stop_gradient=True, tile_size=tile(), distributed=d
+        )(_rows(t["z"])),
+    ),
+    "UniformAttention-forward-self_loops-weight": Case(
+        "step",
+        _probed(lambda g, s: {**_views(g, s), "w": torch.rand(s, 2, generator=g, dtype=f64)}),
+        lambda t, d: UniformAttention(
+            step=0.2, temperature=0.7, self_loops=True, tile_size=tile(), distributed=d
+        )(_rows(t["z"]), weight=t["w"].reshape(-1)),
+    ),
+    "UniformAttention-forward-exclude_index": Case(
+        "step",
+        _probed(lambda g, s: _views(g, s, 3)),
+        lambda t, d: UniformAttention(step=0.3, temperature=0.5, tile_size=tile(), distributed=d)(
+            _rows(t["z"]), exclude_index=pair_graph(sample_id=_sample_id(t["z"]))
         ),
+    ),
+    "ContrastiveConv-forward": Case(
+        "step",
+        _probed(_views),
+        lambda t, d: ContrastiveConv(step=0.3, temperature=0.5, tile_size=tile(), distributed=d)(
+            F.normalize(_rows(t["z"]), dim=1), pair_graph(sample_id=_sample_id(t["z"]))
+        ),
+    ),
+    "ContrastiveConv-forward-decoupled-stop_gradient": Case(
+        "step",
+        _probed(lambda g, s: _views(g, s, 3)),
+        lambda t, d: ContrastiveConv(
+            step=0.3,
+            temperature=0.4,
+            positive_in_denominator=False,
+            stop_gradient=True,
+            tile_size=tile(),
+            distributed=d,
+        )(_rows(t["z"]), pair_graph(sample_id=_sample_id(t["z"]))),
+    ),
+    "AttentionAlignConv-forward": Case(
+        "step",
+        _probed(_views_and_h),
+        lambda t, d: AttentionAlignConv(step=0.3, beta=1.5, tile_size=tile(), distributed=d)(
+            _rows(t["z"]), pair_graph(sample_id=_sample_id(t["z"])), h=_rows(t["h"])
+        ),
+    ),
+    "AttentionAlignConv-forward-positives-stop_gradient": Case(
+        "step",
+        _probed(_views_and_graph),
+        lambda t, d: AttentionAlignConv(
+            step=0.4, beta=2.0, normalize="positives", stop_gradient=True, distributed=d
+        )(_rows(t["z"]), *_local_graph(t["w"])),
     ),
 }
 
@@ -213,13 +295,18 @@ def sample_slice(sizes: tuple[int, ...], rank: int) -> slice:
 
 
 def evaluate(name: str, inputs: dict, distributed: str | None) -> dict:
-    """The objective's value and the gradients of its float inputs (a step: its output)."""
-    inputs = {k: v.clone().requires_grad_(v.is_floating_point()) for k, v in inputs.items()}
+    """The objective's value and the gradients of its float inputs (a step: its output, and
+    the gradients of the output's projection on ``probe``)."""
+    probe = inputs.get("probe")
+    inputs = {
+        k: v.clone().requires_grad_(v.is_floating_point())
+        for k, v in inputs.items()
+        if k != "probe"
+    }
     value = CASES[name].run(inputs, distributed)
-    if CASES[name].kind == "step":
-        return {"value": value.detach()}
+    scalar = value if probe is None else (value * _rows(probe)).sum()
     floats = [k for k, v in inputs.items() if v.requires_grad]
-    grads = torch.autograd.grad(value, [inputs[k] for k in floats], allow_unused=True)
+    grads = torch.autograd.grad(scalar, [inputs[k] for k in floats], allow_unused=True)
     grads = {
         k: torch.zeros_like(inputs[k]) if g is None else g
         for k, g in zip(floats, grads, strict=True)
@@ -271,17 +358,20 @@ def bad_input_errors(rank: int) -> dict:
 
 
 def worker(rank: int, world: int, port: int, out_dir: str) -> None:
-    """Every case in both modes on this rank; one file of results per rank."""
+    """Every case in both modes and both tilings on this rank; one file of results per
+    rank."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=60))
     torch.set_num_threads(1)
     sizes = SIZES[world]
     mine = sample_slice(sizes, rank)
     results = {}
-    for name in CASES:
-        local = {k: v[mine] for k, v in global_inputs(name, sum(sizes)).items()}
-        for mode in MODES:
-            results[name, mode] = evaluate(name, local, mode)
+    for tiling, size in TILINGS.items():
+        with tiles(size):
+            for name in CASES:
+                local = {k: v[mine] for k, v in global_inputs(name, sum(sizes)).items()}
+                for mode in MODES:
+                    results[name, mode, tiling] = evaluate(name, local, mode)
     for name in DDP_LOSSES:
         local = {k: v[mine] for k, v in global_inputs("InfoNCELoss", sum(sizes)).items()}
         for mode in MODES:
@@ -290,7 +380,9 @@ def worker(rank: int, world: int, port: int, out_dir: str) -> None:
     views = vision.step_views()
     for mode in MODES:
         step_rows = sample_slice(vision.STEP_SIZES[world], rank)
-        results["ssl step", mode] = vision.ddp_ssl_step(views[step_rows], mode)
+        results["ssl step", mode] = vision.ddp_ssl_step(
+            views[step_rows], mode, vision.nn_positives(mode)
+        )
     results["pipeline"] = vision.pipeline_records(rank, out_dir)
     torch.save(results, os.path.join(out_dir, f"rank{rank}.pt"))
     dist.destroy_process_group()

@@ -2,7 +2,8 @@
 workers record about it (the tests compare with one process there).
 
 * one DDP step of an ``SSLNet`` with global batch normalisation and a distributed SimCLR
-  objective, on fixed views (no augmentation): the parameters and BN buffers after it;
+  objective (with kNN positives from the global batch in gather mode, which ring mode
+  refuses), on fixed views (no augmentation): the parameters and BN buffers after it;
 * a ``Pretrainer`` over a small digits subset: each step's shard of the global batch, the
   kNN monitor against the features embedded without sharding, and an exact resume from a
   checkpoint written by rank 0 after an interrupted run.
@@ -33,9 +34,17 @@ def step_views() -> torch.Tensor:
     return torch.randn(12, 2, 1, 8, 8, generator=torch.Generator().manual_seed(5), dtype=f64)
 
 
-def ddp_ssl_step(views: torch.Tensor, distributed: str | None) -> dict[str, torch.Tensor]:
-    """One SGD step of SSLNet + SimCLR (nn positives too) on this process's samples; the
-    model's state afterwards (parameters and batch-norm buffers)."""
+def nn_positives(mode: str) -> int:
+    """The SSL step's kNN positives per view in ``mode``: none in ring mode, which refuses
+    them."""
+    return 0 if mode == "ring" else 2
+
+
+def ddp_ssl_step(
+    views: torch.Tensor, distributed: str | None, nn_positives: int = 2
+) -> dict[str, torch.Tensor]:
+    """One SGD step of SSLNet + SimCLR (with ``nn_positives``) on this process's samples;
+    the model's state afterwards (parameters and batch-norm buffers)."""
     torch.manual_seed(0)
     model = SSLNet("convnet", 1, proj_dims=(16, 8)).to(f64)
     trained = model
@@ -43,7 +52,7 @@ def ddp_ssl_step(views: torch.Tensor, distributed: str | None) -> dict[str, torc
         model = convert_batchnorm(model, torch.device("cpu"))
         trained = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    objective = SimCLRObjective(0.5, nn_positives=2, distributed=distributed)
+    objective = SimCLRObjective(0.5, nn_positives=nn_positives, distributed=distributed)
     n = views.size(0)
     h, z, _ = trained(torch.cat([views[:, 0], views[:, 1]]))
     loss = objective((h[:n], z[:n], None), (h[n:], z[n:], None), torch.arange(n))

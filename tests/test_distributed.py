@@ -3,11 +3,12 @@ concatenated batch, in float64: value, feature gradients and one DDP optimiser s
 
 One group of gloo processes per world size runs every case (``distributed_cases.py``);
 the tests compare its results with the single-process computation here. Ranks hold uneven
-numbers of samples (one of them a single sample). Conventions checked: a loss returns
-``P ×`` the rank's share (so the mean over ranks is the loss and each rank's gradient on its
-rows is ``P ×`` the single-process one); an operator's energy returns the share itself
-(the energies sum to the global energy and the gradient on the local rows is the global
-one); a step returns the local rows of the global step.
+numbers of samples (one of them a single sample), with one tile and with tiles of 3 rows.
+Conventions checked: a loss returns ``P ×`` the rank's share (so the mean over ranks is the
+loss and each rank's gradient on its rows is ``P ×`` the single-process one); an operator's
+energy returns the share itself (the energies sum to the global energy and the gradient on
+the local rows is the global one); a step returns the local rows of the global step, and
+the gradient of a projection of the step is the single-process one.
 """
 
 import socket
@@ -41,26 +42,28 @@ def _close(a, b):
     return torch.allclose(a, b, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("tiling", list(cases.TILINGS))
 @pytest.mark.parametrize("mode", cases.MODES)
 @pytest.mark.parametrize("name", list(cases.CASES))
-def test_equals_single_process(ranks, name, mode):
+def test_equals_single_process(ranks, name, mode, tiling):
+    """Values and gradients; with small tiles every rank crosses several row tiles (the
+    gather path's) and ring tiles, of its own rows and of every other rank's."""
     world, results = ranks
     sizes = cases.SIZES[world]
     inputs = cases.global_inputs(name, sum(sizes))
     single = cases.evaluate(name, inputs, None)
     kind = cases.CASES[name].kind
     mine = [cases.sample_slice(sizes, r) for r in range(world)]
-    if kind == "step":
-        out = torch.cat([results[r][name, mode]["value"] for r in range(world)])
-        assert _close(out, single["value"])
-        return
-    values = torch.stack([results[r][name, mode]["value"] for r in range(world)])
-    # a loss: the mean of the ranks' values; an energy: their sum
-    assert _close(values.mean() if kind == "loss" else values.sum(), single["value"])
+    mine_rows = [results[r][name, mode, tiling] for r in range(world)]
+    if kind == "step":  # this rank's rows of the step
+        assert _close(torch.cat([m["value"] for m in mine_rows]), single["value"])
+    else:  # a loss: the mean of the ranks' values; an energy: their sum
+        values = torch.stack([m["value"] for m in mine_rows])
+        assert _close(values.mean() if kind == "loss" else values.sum(), single["value"])
     scale = world if kind == "loss" else 1
     for key, grad in single["grads"].items():
         for r in range(world):
-            assert _close(results[r][name, mode]["grads"][key], scale * grad[mine[r]]), (key, r)
+            assert _close(mine_rows[r]["grads"][key], scale * grad[mine[r]]), (key, r)
 
 
 @pytest.mark.parametrize("mode", cases.MODES)
@@ -94,10 +97,11 @@ def test_without_a_process_group_a_mode_changes_nothing(name, mode):
 
 @pytest.mark.parametrize("mode", cases.MODES)
 def test_ssl_step_with_global_batch_norm_equals_single_process(ranks, mode):
-    """SSLNet (BN in backbone and projector) + SimCLR with nearest-neighbour positives from
-    the gathered batch, one DDP step: every parameter and BN buffer as on one process."""
+    """SSLNet (BN in backbone and projector) + SimCLR (in gather mode with nearest-neighbour
+    positives from the gathered batch), one DDP step: every parameter and BN buffer as on
+    one process."""
     world, results = ranks
-    expected = vision.ddp_ssl_step(vision.step_views(), None)
+    expected = vision.ddp_ssl_step(vision.step_views(), None, vision.nn_positives(mode))
     for r in range(world):
         state = results[r]["ssl step", mode]
         for key, value in expected.items():

@@ -210,6 +210,48 @@ def test_ranks_decode_an_image_folder_once_on_an_empty_cache(tmp_path):
     assert torch.equal(ranks[0]["images"], ranks[1]["images"])
 
 
+def _turns_worker(rank, world, port, out, local_ranks):
+    from cl2gnn.distributed.launch import rank_zero_first
+
+    os.environ["LOCAL_RANK"] = str(local_ranks[rank])
+    _join(rank, world, port)
+    try:
+
+        def prepare():
+            time.sleep(0.5)  # a later turn would overtake an earlier one without the waits
+            with open(f"{out}/order", "a") as f:
+                f.write(f"{rank}\n")
+            return rank
+
+        returned = rank_zero_first(prepare)
+
+        def fail_on_rank_zero():
+            if rank == 0:
+                raise OSError("no space left on the cache's disk")
+            return rank
+
+        try:
+            rank_zero_first(fail_on_rank_zero, "preparing the test data")
+            error = None
+        except (OSError, RuntimeError) as caught:
+            error = f"{type(caught).__name__}: {caught}"
+        torch.save({"returned": returned, "error": error}, f"{out}/rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+def test_rank_zero_first_takes_turns_and_stops_every_rank_on_an_error(tmp_path):
+    # two machines: ranks 0 and 1 on the first, rank 2 first on the second (LOCAL_RANK 0)
+    _spawn(_turns_worker, str(tmp_path), (0, 1, 0), world=3)
+    order = (tmp_path / "order").read_text().split()
+    assert order[0] == "0" and order[1] == "2" and order[2] == "1"  # rank 0, machines, rest
+    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(3)]
+    assert [r["returned"] for r in ranks] == [0, 1, 2]
+    assert ranks[0]["error"] == "OSError: no space left on the cache's disk"
+    expected = "RuntimeError: preparing the test data failed on rank 0 (see its error)"
+    assert [r["error"] for r in ranks[1:]] == [expected, expected]
+
+
 # -- item 6: the other ranks wait for rank 0's probe beyond the group's timeout -----------
 
 GROUP_TIMEOUT = 5.0  # the process group's own timeout in these tests (NCCL's: 10 minutes)

@@ -65,11 +65,18 @@ def parse(
         choices=MODES,
         default="gather",
         help="under torchrun, how the negatives of every process's batch are used: "
-        "all-gathered keys, or keys passed round the processes (ring: less memory)",
+        "all-gathered keys, or keys passed round the processes (ring: less memory; "
+        "not with --nn-positives)",
     )
     args = parse_args(parser, argv, PER_DATASET)
     if (args.attention is not None) + (args.kernel is not None) + (args.nn_positives > 0) > 1:
         parser.error("choose at most one of --attention, --kernel and --nn-positives")
+    if args.nn_positives > 0 and args.distributed == "ring":
+        parser.error(
+            "argument --nn-positives: the neighbours are searched in the global batch "
+            "gathered on every process; use --distributed gather (ring mode holds nothing "
+            "of the global batch's size)"
+        )
     views = 2 * min(args.batch_size, args.subset or args.batch_size)
     if args.nn_positives >= views:
         parser.error(

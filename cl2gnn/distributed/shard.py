@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
 
 from .._torchrun import MODES
+
+T = TypeVar("T")
 
 
 def check_mode(mode: str | None) -> None:
@@ -53,26 +57,62 @@ class Shard:
         return sum(self.sizes)
 
 
-def shard_of(x: Tensor, min_total: int = 1) -> Shard:
-    """This rank's place in the global batch. One all-gather of the row counts and widths,
-    so that every rank raises the same error (a rank without rows, unequal widths, too
-    few rows in all) instead of leaving the others waiting in a collective."""
+def shard_of(x: Tensor, min_total: int = 1, error: Exception | None = None) -> Shard:
+    """This rank's place in the global batch. One all-gather of the row counts, the widths
+    and whether this rank's own input checks failed (``error``: what they raised), so that
+    every rank raises the same error (a rank without rows, a rank's invalid input, unequal
+    widths, too few rows in all) instead of leaving the others waiting in a collective. A
+    rank's own error reaches every rank as ``ValueError`` (``TypeError`` for a type error)
+    ``"rank r: <its message>"``."""
     rank, world = dist.get_rank(), dist.get_world_size()
-    local = torch.tensor([x.size(0), x.size(1)], device=x.device)
+    shaped = isinstance(x, Tensor) and x.dim() == 2
+    rows, width = (x.size(0), x.size(1)) if shaped else (-1, -1)  # -1: not a [N, d] tensor
+    local = torch.tensor([rows, width, error is not None], device=_device(x))
     counts = [torch.empty_like(local) for _ in range(world)]
     dist.all_gather(counts, local)
     sizes = tuple(int(c[0]) for c in counts)
-    widths = {int(c[1]) for c in counts}
-    if len(widths) > 1:
-        raise ValueError(f"every rank needs the same feature width, got {sorted(widths)}")
     empty = [r for r, size in enumerate(sizes) if size == 0]
     if empty:
         raise ValueError(
             f"rank {empty[0]} has no rows: every rank needs at least one "
-            f"({world} ranks, {sum(sizes)} rows in all)"
+            f"({world} ranks, {sum(max(size, 0) for size in sizes)} rows in all)"
         )
+    failed = [r for r, c in enumerate(counts) if int(c[2])]
+    if failed:  # every rank learns the first bad rank's message (a second collective)
+        messages = [None] * world
+        mine = None if error is None else (type(error).__name__, str(error))
+        dist.all_gather_object(messages, mine)
+        kind, message = messages[failed[0]]
+        cls = TypeError if kind == "TypeError" else ValueError
+        raise cls(f"rank {failed[0]}: {message}") from error
+    widths = {int(c[1]) for c in counts}
+    if len(widths) > 1:
+        raise ValueError(f"every rank needs the same feature width, got {sorted(widths)}")
     if sum(sizes) < min_total:
         raise ValueError(
             f"the global batch needs at least {min_total} rows, got {sum(sizes)} over {world} ranks"
         )
     return Shard(rank, sizes)
+
+
+def checked_shard(x: Tensor, check: Callable[[], T], min_total: int = 1) -> tuple[T, Shard]:
+    """``check()`` (this rank's input checks, before any collective) and this rank's shard
+    of ``x``'s rows, the checks' outcome decided by every rank together: where one rank's
+    ``check`` raises ``ValueError`` or ``TypeError``, every rank raises it, naming that rank
+    (:func:`shard_of`)."""
+    try:
+        result = check()
+    except (TypeError, ValueError) as error:
+        shard_of(x, min_total, error)  # raises on every rank
+        raise  # unreachable: shard_of raised
+    return result, shard_of(x, min_total)
+
+
+def _device(x) -> torch.device:
+    """Where the collective's tensor lives: ``x``'s device; for a non-tensor, the current
+    CUDA device under NCCL, else the CPU."""
+    if isinstance(x, Tensor):
+        return x.device
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")

@@ -11,14 +11,16 @@ from __future__ import annotations
 import inspect
 import numbers
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
 
 from .._validation import as_edge_index, check_features, check_same_shape
-from ..distributed import Shard, is_distributed, shard_of
+from ..distributed import Shard, checked_shard, is_distributed
 from ..graphs import cached_pair_graph, pair_graph
+
+T = TypeVar("T")
 
 
 def check_positive(value, name: str) -> None:
@@ -75,6 +77,7 @@ def resolve_views(
     edge_index: Tensor | None = None,
     edge_weight: Tensor | None = None,
     sample_id: Tensor | None = None,
+    min_rows: int = 1,
 ) -> tuple[Tensor, Tensor, Tensor | None]:
     """``(x [N, d], edge_index [2, E], edge_weight)`` from either of the two input forms.
 
@@ -82,15 +85,18 @@ def resolve_views(
       graph linking row ``b`` and row ``B + b``;
     * features ``z1 = x`` with an augmentation graph: ``edge_index`` (+ ``edge_weight``),
       e.g. kNN positives, or ``sample_id`` (rows sharing an id are positives).
+
+    ``min_rows``: the fewest rows of ``z1`` (0 on a rank, whose counts :func:`views_shard`
+    checks across ranks).
     """
     if z2 is not None:
         if edge_index is not None or sample_id is not None:
             raise ValueError("pass either two view batches (z1, z2) or a graph, not both")
-        check_features(z1, "z1")
-        check_features(z2, "z2")
+        check_features(z1, "z1", min_rows)
+        check_features(z2, "z2", min_rows)
         check_same_shape(z1, z2)
         return torch.cat([z1, z2]), cached_pair_graph(z1.size(0), device=z1.device), None
-    check_features(z1, "x")
+    check_features(z1, "x", min_rows)
     if (edge_index is None) == (sample_id is None):
         raise ValueError("with a single feature tensor pass exactly one of edge_index, sample_id")
     if sample_id is not None:
@@ -103,17 +109,21 @@ def resolve_views(
     return z1, edge_index, edge_weight
 
 
-def views_shard(z1: Tensor, z2: Tensor | None, distributed: str | None) -> Shard | None:
-    """The rows per rank of the stacked views ``x`` (``cat([z1, z2])``, or ``z1``) under a
-    process group of several ranks, ``None`` otherwise. Called before any local check, so
-    that a rank without rows fails on every rank alike instead of leaving the others in a
-    collective."""
+def views_shard(
+    z1: Tensor, z2: Tensor | None, distributed: str | None, check: Callable[[int], T]
+) -> tuple[T, Shard | None]:
+    """``check(min_rows)`` (the loss's input checks: ``min_rows`` the fewest rows of ``z1``)
+    and, under a process group of several ranks, the rows per rank of the stacked views
+    ``x`` (``cat([z1, z2])``, or ``z1``), ``None`` otherwise. Across ranks the checks'
+    outcome and the row counts are decided together, before any other collective
+    (:func:`~cl2gnn.distributed.shard.checked_shard`), so that one rank's invalid input (a
+    NaN, a graph out of range) or missing rows fail on every rank alike, naming that rank,
+    instead of leaving the others in a collective."""
     if not is_distributed(distributed):
-        return None
-    check_features(z1, "z1", min_rows=0)
-    shard = shard_of(z1, min_total=1 if z2 is not None else 2)
+        return check(1), None
+    result, shard = checked_shard(z1, lambda: check(0), min_total=1 if z2 is not None else 2)
     views = 1 if z2 is None else 2
-    return Shard(shard.rank, tuple(views * size for size in shard.sizes))
+    return result, Shard(shard.rank, tuple(views * size for size in shard.sizes))
 
 
 def share_of_mean(total: Tensor, rows: int, shard: Shard | None) -> Tensor:

@@ -11,6 +11,7 @@ from functools import lru_cache
 from typing import TypeVar
 
 from ..nn import UniformAttention
+from . import _tiling
 
 Operator = TypeVar("Operator")
 
@@ -23,7 +24,10 @@ def shared_operator(cls: type[Operator], **options) -> Operator:
 
 def uniform_attention(temperature: float, distributed: str | None = None) -> UniformAttention:
     """The shared :class:`~cl2gnn.nn.UniformAttention` whose ``row_logsumexp`` is a loss's
-    per-anchor log-partition."""
+    per-anchor log-partition, in tiles (and ring tiles) of ``_tiling.TILE`` rows."""
     return shared_operator(
-        UniformAttention, temperature=float(temperature), distributed=distributed
+        UniformAttention,
+        temperature=float(temperature),
+        tile_size=_tiling.TILE,
+        distributed=distributed,
     )

@@ -5,9 +5,11 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import scatter
 
+from .._validation import check_features
 from ..distributed import check_mode
 from ..nn import AttentionAlignConv
 from ..nn.attention import NORMALIZATIONS
+from . import _tiling
 from ._inputs import (
     GraphLoss,
     check_choice,
@@ -35,16 +37,27 @@ def attention_info_nce(
 ) -> Tensor:
     """Functional form of :class:`AttentionInfoNCELoss`."""
     _check_options(temperature, normalize, distributed)
-    shard = views_shard(z1, z2, distributed)
-    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
-    if z2 is not None and (h1 is None) != (h2 is None):
-        raise ValueError("with two view batches pass both h1 and h2, or neither")
-    if z2 is None and h2 is not None:
-        raise ValueError("h2 goes with z2; pass the attention features of x as h1")
+
+    def check(rows: int) -> tuple:
+        resolved = resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows)
+        if z2 is not None and (h1 is None) != (h2 is None):
+            raise ValueError("with two view batches pass both h1 and h2, or neither")
+        if z2 is None and h2 is not None:
+            raise ValueError("h2 goes with z2; pass the attention features of x as h1")
+        for name, h in (("h1", h1), ("h2", h2)):
+            if h is not None:
+                check_features(h, name, rows)
+        return resolved
+
+    (x, edge_index, edge_weight), shard = views_shard(z1, z2, distributed, check)
     h = h1 if h2 is None else torch.cat([h1, h2])
     x = F.normalize(x, dim=-1)
     align = shared_operator(
-        AttentionAlignConv, beta=float(beta), normalize=normalize, distributed=distributed
+        AttentionAlignConv,
+        beta=float(beta),
+        normalize=normalize,
+        tile_size=_tiling.TILE,
+        distributed=distributed,
     )
     coef = align.attention(x, edge_index, edge_weight, h=h)
     anchor_weight = scatter(coef, edge_index[1], 0, dim_size=x.size(0), reduce="sum")

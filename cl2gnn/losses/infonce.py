@@ -8,6 +8,7 @@ from .._validation import check_integer
 from ..distributed import check_mode
 from ..nn import ContrastiveConv
 from ..nn.uniform import IMPLEMENTATIONS
+from . import _tiling
 from ._inputs import (
     GraphLoss,
     check_choice,
@@ -35,8 +36,12 @@ def info_nce(
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
     _check_options(temperature, implementation, num_keys, distributed)
-    shard = views_shard(z1, z2, distributed)
-    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    (x, edge_index, edge_weight), shard = views_shard(
+        z1,
+        z2,
+        distributed,
+        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+    )
     if normalize:
         x = F.normalize(x, dim=-1)
     conv = shared_operator(
@@ -44,6 +49,7 @@ def info_nce(
         temperature=float(temperature),
         positive_in_denominator=bool(positive_in_denominator),
         implementation=implementation,
+        tile_size=_tiling.TILE,
         distributed=distributed,
     )
     keys = _sample_keys(x.size(0), num_keys, x.device)

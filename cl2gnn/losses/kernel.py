@@ -59,8 +59,12 @@ def kernel_info_nce(
     _check_options(
         gamma, temperature, mixture, mixture_form, lam, gamma2, temperature2, distributed
     )
-    shard = views_shard(z1, z2, distributed)
-    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    (x, edge_index, edge_weight), shard = views_shard(
+        z1,
+        z2,
+        distributed,
+        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+    )
 
     def contrast(x: Tensor, kernel) -> Tensor:
         return _graph_contrastive(x, kernel, edge_index, edge_weight, distributed, shard)
@@ -158,7 +162,7 @@ def _graph_contrastive(
 
     total = row_tiled_sum(term, n, tile)
     if ring:
-        lse = ring_row_logsumexp(x, kernel, shard)
+        lse = ring_row_logsumexp(x, kernel, shard, tile_size=tile)
         total = total + torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse)).sum()
     return share_of_mean(total, n, shard)
 

@@ -32,8 +32,12 @@ def random_walk_loss(
 ) -> Tensor:
     """Functional form of :class:`RandomWalkLoss`."""
     _check_options(temperature, form, distributed)
-    shard = views_shard(z1, z2, distributed)
-    x, edge_index, _ = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    (x, edge_index, _), shard = views_shard(
+        z1,
+        z2,
+        distributed,
+        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+    )
     x = F.normalize(x, dim=-1)
     n = x.size(0)
     edge_index, _ = remove_self_loops(coalesce(edge_index, num_nodes=n))  # 1[i∼j], j != i

@@ -30,16 +30,24 @@ def spectral_contrastive(
         return F.normalize(z, dim=-1) * math.sqrt(mu) if normalize else z
 
     # across ranks: this rank's anchors against every rank's rows, through the Gram matrices
-    shard = views_shard(z1, z2, distributed)
+    two_views = z2 is not None and edge_index is None and sample_id is None
+
+    def check(rows: int) -> tuple | None:
+        if two_views:
+            check_features(z1, "z1", rows)
+            check_features(z2, "z2", rows)
+            check_same_shape(z1, z2)
+            return None
+        return resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows)
+
+    resolved, shard = views_shard(z1, z2, distributed, check)
     world = 1 if shard is None else shard.world_size
-    if z2 is not None and edge_index is None and sample_id is None:
-        check_features(z1, "z1")
-        check_same_shape(z1, z2)
+    if two_views:
         a, b = scale(z1), scale(z2)
         n = a.size(0) if shard is None else shard.total // 2
         positive = (a * b).sum() / n
         return world * (-2 * positive + _off_diagonal_square_sum(a, b, shard) / (n * (n - 1)))
-    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    x, edge_index, edge_weight = resolved
     x = scale(x)
     edge_index, weight = gcn_norm(edge_index, edge_weight, x.size(0), False, False, dtype=x.dtype)
     n, weight_total = x.size(0), weight.sum()

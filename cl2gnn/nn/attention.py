@@ -9,7 +9,14 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
 from .._validation import as_edge_index, check_features
-from ..distributed import check_mode, inner_product, is_distributed, row_logsumexp, shard_of
+from ..distributed import (
+    Shard,
+    check_mode,
+    checked_shard,
+    inner_product,
+    is_distributed,
+    row_logsumexp,
+)
 from ..distributed.collectives import global_logsumexp
 from ._graph import edge_dot, normalized_graph
 
@@ -55,10 +62,15 @@ class AttentionAlignConv(MessagePassing):
         normalize (str, optional): ``"negatives"`` or ``"positives"``
             (default: ``"negatives"``).
         stop_gradient (bool, optional): detach the targets (default: ``False``).
+        tile_size (int, optional): block size of the ring over the negatives
+            (default: ``1024``).
         distributed (str, optional): ``"gather"`` or ``"ring"``: the attention's
             normalisation (over negatives, or over positive edges) spans every rank's rows
-            (:mod:`cl2gnn.distributed`); the edges index this rank's rows
-            (default: ``None``).
+            (:mod:`cl2gnn.distributed`; over negatives in ring mode in
+            ``O(N d / P + tile²)`` memory per rank); the edges index this rank's rows. The
+            attention is detached, so the step's gradient is the single-process one in
+            either mode. Every rank's input checks are decided together: one rank's invalid
+            input raises on every rank (default: ``None``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -76,6 +88,7 @@ class AttentionAlignConv(MessagePassing):
         beta: float = 1.0,
         normalize: str = "negatives",
         stop_gradient: bool = False,
+        tile_size: int = 1024,
         distributed: str | None = None,
         **kwargs,
     ) -> None:
@@ -84,6 +97,9 @@ class AttentionAlignConv(MessagePassing):
         check_mode(distributed)
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {normalize!r}")
+        if tile_size < 1:
+            raise ValueError(f"tile_size must be >= 1, got {tile_size}")
+        self.tile_size = tile_size
         self.step = step
         self.beta = beta
         self.normalize = normalize
@@ -102,36 +118,68 @@ class AttentionAlignConv(MessagePassing):
         h: Tensor | None = None,
     ) -> Tensor:
         """The detached edge weights :math:`c_e = \\bar{A}_e a_e`, ordered as ``edge_index``."""
-        check_features(x)
-        edge_index, weight = normalized_graph(x, edge_index, edge_weight)
-        return self._attention(x, edge_index, weight, h)
+        edge_index, weight, h, shard = self._check(x, edge_index, edge_weight, h, None)
+        return self._attention(x, edge_index, weight, h, shard)
+
+    def _check(
+        self,
+        x: Tensor,
+        edge_index: Tensor,
+        edge_weight: Tensor | None,
+        h: Tensor | None,
+        attention: Tensor | None,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None, Shard | None]:
+        """``(edge_index, Ā weights, h, shard)`` checked; without ``attention`` and across
+        ranks, every rank's checks decided together before the attention's collectives
+        (:func:`~cl2gnn.distributed.shard.checked_shard`)."""
+        distributed = attention is None and is_distributed(self.distributed)
+
+        def local() -> tuple[Tensor, Tensor | None, Tensor | None]:
+            check_features(x)
+            if attention is not None:
+                checked, _ = as_edge_index(edge_index, edge_weight, x.size(0))
+                if attention.shape != (checked.size(1),):
+                    raise ValueError(
+                        f"attention must have shape [E] = [{checked.size(1)}], "
+                        f"got {tuple(attention.shape)}"
+                    )
+                return checked, None, None
+            checked, weight = normalized_graph(x, edge_index, edge_weight)
+            features = x if h is None else h
+            check_features(features, "h")
+            if features.size(0) != x.size(0):
+                raise ValueError(f"h must have N = {x.size(0)} rows like x, got {features.size(0)}")
+            if not distributed and self.normalize == "negatives" and x.size(0) < 2:
+                raise ValueError("normalize='negatives' needs at least 2 rows")
+            return checked, weight, features
+
+        if not distributed:
+            return (*local(), None)
+        min_total = 2 if self.normalize == "negatives" else 1
+        checked, shard = checked_shard(x, local, min_total=min_total)
+        return (*checked, shard)
 
     @torch.no_grad()
-    def _attention(self, x: Tensor, edge_index: Tensor, weight: Tensor, h: Tensor | None) -> Tensor:
-        if h is None:
-            h = x
-        check_features(h, "h")
-        if h.size(0) != x.size(0):
-            raise ValueError(f"h must have N = {x.size(0)} rows like x, got {h.size(0)}")
+    def _attention(
+        self, x: Tensor, edge_index: Tensor, weight: Tensor, h: Tensor, shard: Shard | None
+    ) -> Tensor:
         h = F.normalize(h.to(x.dtype), dim=-1)
         dst = edge_index[1]
         score = self.beta * edge_dot(h, h, edge_index)
-        distributed = is_distributed(self.distributed)
         if self.normalize == "negatives":  # over the keys of every rank when distributed
-            if distributed:
-                shard = shard_of(h, min_total=2)
+            if shard is not None:
                 kernel = inner_product(self.beta)
-                log_sum = row_logsumexp(h, kernel, self.distributed, shard, stop_gradient=True)
+                log_sum = row_logsumexp(
+                    h, kernel, self.distributed, shard, stop_gradient=True, tile_size=self.tile_size
+                )
                 others = shard.total - 1
             else:
-                if x.size(0) < 2:
-                    raise ValueError("normalize='negatives' needs at least 2 rows")
                 log_sum = torch.logsumexp((self.beta * h @ h.T).fill_diagonal_(-math.inf), dim=1)
                 others = x.size(0) - 1
             attn = (score - log_sum[dst] + math.log(others)).exp()
         else:  # a softmax over the positive edges of every rank when distributed
             log_sum, edges = torch.logsumexp(score, dim=0), score.numel()
-            if distributed:
+            if shard is not None:
                 log_sum, edges = global_logsumexp(score)
             attn = (score - log_sum).exp() * edges
         return weight * attn
@@ -177,17 +225,9 @@ class AttentionAlignConv(MessagePassing):
         h: Tensor | None,
         attention: Tensor | None,
     ) -> tuple[Tensor, Tensor, Tensor]:
-        check_features(x)
+        edge_index, weight, h, shard = self._check(x, edge_index, edge_weight, h, attention)
         if attention is None:
-            edge_index, weight = normalized_graph(x, edge_index, edge_weight)
-            attention = self._attention(x, edge_index, weight, h)
-        else:
-            edge_index, _ = as_edge_index(edge_index, edge_weight, x.size(0))
-        if attention.shape != (edge_index.size(1),):
-            raise ValueError(
-                f"attention must have shape [E] = [{edge_index.size(1)}], "
-                f"got {tuple(attention.shape)}"
-            )
+            attention = self._attention(x, edge_index, weight, h, shard)
         attention = attention.detach().to(x.dtype)
         in_coef = scatter(attention, edge_index[1], 0, dim_size=x.size(0), reduce="sum")
         return edge_index, attention, in_coef

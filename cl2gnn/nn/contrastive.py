@@ -3,6 +3,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .._validation import as_edge_index
 from . import _deprecation
 from .align import AlignConv
 from .uniform import UniformAttention
@@ -47,9 +48,14 @@ class ContrastiveConv(torch.nn.Module):
         stop_gradient (bool, optional): stop-gradient uniformity (default: ``False``).
         implementation (str, optional): the uniformity energy ``"dense"``, ``"tiled"``,
             ``"triton"`` or ``"auto"``, as in :class:`UniformAttention` (default: ``"auto"``).
+        tile_size (int, optional): block size of the tiled uniformity energy and of the
+            ring (default: ``1024``).
         distributed (str, optional): ``"gather"`` or ``"ring"``: the uniformity term's keys
-            span every rank's rows, as in :class:`UniformAttention`; the augmentation graph
-            (the positives) indexes this rank's rows (default: ``None``).
+            span every rank's rows, as in :class:`UniformAttention` (energy and step, with
+            the single-process gradients; ring mode in ``O(N d / P + tile²)`` memory per
+            rank); the augmentation graph (the positives) indexes this rank's rows, and is
+            checked with the other inputs on every rank before the ranks communicate
+            (default: ``None``).
 
     Shapes:
         - **input:** features :math:`(N, d)`, augmentation ``edge_index`` :math:`(2, E)`,
@@ -64,6 +70,7 @@ class ContrastiveConv(torch.nn.Module):
     temperature = _uniform_option("temperature")
     stop_gradient = _uniform_option("stop_gradient")
     implementation = _uniform_option("implementation")
+    tile_size = _uniform_option("tile_size")
     distributed = _uniform_option("distributed")
     tau = _deprecation.tau
 
@@ -75,6 +82,7 @@ class ContrastiveConv(torch.nn.Module):
         positive_in_denominator: bool = True,
         stop_gradient: bool = False,
         implementation: str = "auto",
+        tile_size: int = 1024,
         distributed: str | None = None,
     ) -> None:
         super().__init__()
@@ -85,6 +93,7 @@ class ContrastiveConv(torch.nn.Module):
             temperature=temperature,
             stop_gradient=stop_gradient,
             implementation=implementation,
+            tile_size=tile_size,
             distributed=distributed,
         )
 
@@ -99,7 +108,7 @@ class ContrastiveConv(torch.nn.Module):
         edge_weight: Tensor | None = None,
         keys: Tensor | None = None,
     ) -> Tensor:
-        uniform = self.uniform.energy(x, **self._affinity(edge_index, keys))
+        uniform = self.uniform._energy(x, None, self._check(x, edge_index, edge_weight, keys))
         return self.align.energy(x, edge_index, edge_weight) / self.temperature + uniform
 
     def forward(
@@ -109,18 +118,24 @@ class ContrastiveConv(torch.nn.Module):
         edge_weight: Tensor | None = None,
         keys: Tensor | None = None,
     ) -> Tensor:
+        uniform = self.uniform._forward(x, None, self._check(x, edge_index, edge_weight, keys))
         self.align.step = self.step / self.temperature
-        aligned = self.align(x, edge_index, edge_weight)
-        return aligned + self.uniform(x, **self._affinity(edge_index, keys)) - x
+        return self.align(x, edge_index, edge_weight) + uniform - x
 
-    def _affinity(self, edge_index: Tensor, keys: Tensor | None) -> dict:
-        """The uniformity term's affinity graph: complete, without the positives in the
-        decoupled form, or to sampled keys."""
-        if keys is not None:
-            if not self.positive_in_denominator:
+    def _check(
+        self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None, keys: Tensor | None
+    ) -> tuple:
+        """The uniformity term's checked inputs, its affinity graph complete, without the
+        positives in the decoupled form, or to sampled keys; the augmentation graph is
+        checked with them (across ranks, on every rank together, before any collective)."""
+
+        def graph() -> None:
+            if keys is not None and not self.positive_in_denominator:
                 raise ValueError("sampled keys need positive_in_denominator=True")
-            return {"keys": keys}
-        return {"exclude_index": None if self.positive_in_denominator else edge_index}
+            as_edge_index(edge_index, edge_weight, x.size(0))
+
+        exclude_index = None if self.positive_in_denominator or keys is not None else edge_index
+        return self.uniform._check(x, None, None, exclude_index, keys, also=graph)
 
     def __repr__(self) -> str:
         return (

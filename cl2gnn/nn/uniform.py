@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
@@ -7,12 +9,14 @@ from torch_geometric.utils import is_undirected, softmax
 
 from .._validation import as_edge_index, as_keys, check_features
 from ..distributed import (
+    Shard,
     check_mode,
+    checked_shard,
     gather_rows,
     inner_product,
     is_distributed,
+    ring_attention,
     row_logsumexp,
-    shard_of,
 )
 from ..distributed.collectives import all_reduce_sum
 from ..distributed.partition import masked_logits, masked_logsumexp
@@ -78,14 +82,18 @@ class UniformAttention(MessagePassing):
             kernels of :mod:`~cl2gnn.nn.tiled_triton`, ``O(N d)`` memory, no
             ``exclude_index``) or ``"auto"`` (tiled from 2,048 rows on)
             (default: ``"auto"``).
-        tile_size (int, optional): block size of the tiled energy (default: ``1024``).
+        tile_size (int, optional): block size of the tiled energy and of the ring
+            (default: ``1024``).
         distributed (str, optional): under an initialised process group, the complete
-            affinity graph spans the rows of every rank: ``"gather"`` (all-gathered keys)
-            or ``"ring"`` (keys passed rank to rank, ``O(N d / P + tile²)`` memory), see
+            affinity graph spans the rows of every rank: ``"gather"`` (all-gathered keys,
+            ``N/P × N`` logits per rank) or ``"ring"`` (keys passed rank to rank,
+            ``O(N d / P + tile²)`` memory, forward and backward), see
             :mod:`cl2gnn.distributed`; :meth:`energy` is then this rank's anchors' share
-            and its gradient on the local rows the global energy's; :meth:`forward` is the
-            exact step of the local rows (keys gathered). ``None``: this process's rows
-            only (default: ``None``).
+            and its gradient on the local rows the global energy's; :meth:`forward` is this
+            rank's rows of the global step, with the gradient of the single-process step
+            (in ring mode by :func:`~cl2gnn.distributed.ring.ring_attention`). Every rank's
+            input checks are decided together: one rank's invalid input raises on every
+            rank. ``None``: this process's rows only (default: ``None``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -143,8 +151,13 @@ class UniformAttention(MessagePassing):
         exclude_index: Tensor | None = None,
         keys: Tensor | None = None,
     ) -> Tensor:
-        weight, exclude_index, keys = self._check(x, edge_index, weight, exclude_index, keys)
-        lse = self._row_logsumexp(x, edge_index, exclude_index, keys)
+        checked = self._check(x, edge_index, weight, exclude_index, keys)
+        return self._energy(x, edge_index, checked)
+
+    def _energy(self, x: Tensor, edge_index: Tensor | None, checked: tuple) -> Tensor:
+        """:meth:`energy` of inputs that :meth:`_check` passed."""
+        weight, exclude_index, keys, shard = checked
+        lse = self._row_logsumexp(x, edge_index, exclude_index, keys, shard)
         lse_term = (weight * torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))).sum()
         norm_scale = 2.0 if self.stop_gradient else 1.0
         return lse_term - (weight * (x * x).sum(-1)).sum() / (norm_scale * self.temperature)
@@ -159,24 +172,25 @@ class UniformAttention(MessagePassing):
     ) -> Tensor:
         r"""The per-anchor log-partition :math:`\operatorname{LSE}_j S_{ij}` (``[N]``,
         ``-inf`` for an anchor without keys), differentiable, tiled like :meth:`energy`."""
-        _, exclude_index, keys = self._check(x, edge_index, None, exclude_index, keys)
-        return self._row_logsumexp(x, edge_index, exclude_index, keys)
+        _, exclude_index, keys, shard = self._check(x, edge_index, None, exclude_index, keys)
+        return self._row_logsumexp(x, edge_index, exclude_index, keys, shard)
 
     def _row_logsumexp(
         self,
         x: Tensor,
         edge_index: Tensor | None,
         exclude_index: Tensor | None,
-        keys: Tensor | None = None,
+        keys: Tensor | None,
+        shard: Shard | None,
     ) -> Tensor:
         if keys is not None:
             return self._sampled_row_logsumexp(x, keys)
-        if is_distributed(self.distributed):
+        if shard is not None:
             return row_logsumexp(
                 x,
                 inner_product(1.0 / self.temperature),
                 self.distributed,
-                shard_of(x, min_total=1 if self.self_loops else 2),
+                shard,
                 self_loops=self.self_loops,
                 exclude_index=exclude_index,
                 stop_gradient=self.stop_gradient,
@@ -211,7 +225,12 @@ class UniformAttention(MessagePassing):
         exclude_index: Tensor | None = None,
         keys: Tensor | None = None,
     ) -> Tensor:
-        weight, exclude_index, keys = self._check(x, edge_index, weight, exclude_index, keys)
+        checked = self._check(x, edge_index, weight, exclude_index, keys)
+        return self._forward(x, edge_index, checked)
+
+    def _forward(self, x: Tensor, edge_index: Tensor | None, checked: tuple) -> Tensor:
+        """:meth:`forward` of inputs that :meth:`_check` passed."""
+        weight, exclude_index, keys, shard = checked
         if keys is not None:
             logits = sampled_logits(x, keys, self.temperature, self.self_loops, self.stop_gradient)
             attn = torch.nan_to_num(torch.softmax(logits, dim=1)).to(x.dtype)  # no keys: 0
@@ -221,11 +240,21 @@ class UniformAttention(MessagePassing):
             if not self.stop_gradient:  # each key collects the anchors attending to it
                 # in x's dtype: autocast makes the product half precision
                 transposed = torch.zeros_like(x).index_add_(0, keys, (attn.T @ x).to(x.dtype))
+        elif shard is not None and self.distributed == "ring":  # keys passed round
+            attended, transposed = ring_attention(
+                x,
+                shard,
+                scale=1.0 / self.temperature,
+                weight=weight,
+                self_loops=self.self_loops,
+                exclude_index=exclude_index,
+                transposed=not self.stop_gradient,
+                tile_size=self.tile_size,
+            )
         elif edge_index is None:
-            shard = None
-            if is_distributed(self.distributed):  # the keys of every rank, gathered
-                shard = shard_of(x, min_total=1 if self.self_loops else 2)
-            others = x if shard is None else gather_rows(x, shard, grad=False)
+            # the keys of every rank gathered with autograd: each key's gradient is the sum
+            # of what every rank's anchors send it
+            others = x if shard is None else gather_rows(x, shard)
             offset = 0 if shard is None else shard.offset
             attn = torch.softmax(self._dense_logits(x, others, exclude_index, offset), dim=1)
             attn = torch.nan_to_num(attn) * weight[:, None]  # rows without keys -> 0
@@ -261,8 +290,35 @@ class UniformAttention(MessagePassing):
         weight: Tensor | None,
         exclude_index: Tensor | None,
         keys: Tensor | None = None,
-    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        also: Callable[[], object] | None = None,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None, Shard | None]:
+        """The checked ``(weight, exclude_index, keys)`` and, across ranks, this rank's
+        shard; ``also``: further checks of the caller's inputs (e.g. a
+        :class:`~cl2gnn.nn.ContrastiveConv`'s augmentation graph). Across ranks every
+        rank's checks are decided together, with the row counts, before any other
+        collective (:func:`~cl2gnn.distributed.shard.checked_shard`)."""
         distributed = is_distributed(self.distributed)
+
+        def local() -> tuple[Tensor, Tensor | None, Tensor | None]:
+            checked = self._check_local(x, edge_index, weight, exclude_index, keys, distributed)
+            if also is not None:
+                also()
+            return checked
+
+        if not distributed:
+            return (*local(), None)
+        checked, shard = checked_shard(x, local, min_total=1 if self.self_loops else 2)
+        return (*checked, shard)
+
+    def _check_local(
+        self,
+        x: Tensor,
+        edge_index: Tensor | None,
+        weight: Tensor | None,
+        exclude_index: Tensor | None,
+        keys: Tensor | None,
+        distributed: bool,
+    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
         if distributed and (edge_index is not None or keys is not None):
             raise ValueError(
                 "distributed spans the complete affinity graph: pass no edge_index or keys"

@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
-from ..distributed import gather_rows, is_distributed, shard_of
+from .._validation import check_features, check_same_shape
+from ..distributed import Shard, checked_shard, gather_rows, is_distributed
 from ..graphs import knn_graph, pair_graph
 from ..losses import (
     AttentionInfoNCELoss,
@@ -19,6 +20,12 @@ from ..losses._operators import uniform_attention
 from ..nn import MultiStageMemory
 from .names import KERNELS
 
+# the kNN positives are searched in the global batch, gathered on every rank
+NN_POSITIVES_IN_RING = (
+    "nn_positives searches each view's neighbours in the global batch gathered on every rank: "
+    "use distributed='gather' (ring mode holds nothing of the global batch's size)"
+)
+
 
 def _full(x: Tensor) -> Tensor:
     """Half-precision outputs (bf16 autocast) in float32 for the loss; others unchanged."""
@@ -28,8 +35,10 @@ def _full(x: Tensor) -> Tensor:
 class SimCLRObjective(torch.nn.Module):
     """InfoNCE on two views; optionally attention alignment (``beta``), a Kernel-InfoNCE
     kernel, or kNN positives within the batch (``nn_positives`` neighbours per view).
-    ``distributed`` (``"gather"`` or ``"ring"``) takes the negatives, and the kNN
-    positives, from the global batch of every rank."""
+    ``distributed`` (``"gather"`` or ``"ring"``) takes the negatives from the global batch
+    of every rank, and in gather mode the kNN positives too; ring mode refuses
+    ``nn_positives`` (``ValueError``), whose neighbours are searched in the gathered global
+    batch."""
 
     def __init__(
         self,
@@ -50,6 +59,8 @@ class SimCLRObjective(torch.nn.Module):
             raise ValueError("choose at most one of attention, kernel and nn_positives")
         if kernel is not None and kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+        if nn_positives and distributed == "ring":
+            raise ValueError(NN_POSITIVES_IN_RING)
         self.nn_positives, self.temperature, self.distributed = (
             nn_positives,
             temperature,
@@ -70,7 +81,9 @@ class SimCLRObjective(torch.nn.Module):
         if isinstance(self.loss, AttentionInfoNCELoss):
             return self.loss(z1, z2, h1=_full(h1), h2=_full(h2))
         if self.nn_positives and is_distributed(self.distributed):
-            return self._global_nn_positives(torch.cat([z1, z2]))
+            if self.distributed == "ring":  # set after construction
+                raise ValueError(NN_POSITIVES_IN_RING)
+            return self._global_nn_positives(z1, z2)
         if self.nn_positives:
             x = torch.cat([z1, z2])
             graph = torch.cat(
@@ -83,14 +96,22 @@ class SimCLRObjective(torch.nn.Module):
             return self.loss(x, edge_index=graph)
         return self.loss(z1, z2)
 
-    def _global_nn_positives(self, x: Tensor) -> Tensor:
+    def _global_nn_positives(self, z1: Tensor, z2: Tensor) -> Tensor:
         """InfoNCE with each view's ``nn_positives`` nearest neighbours in the gathered batch
         of every rank as extra positives: the single-process objective on the union of the
         ranks' batches, each rank returning ``world_size ×`` its anchors' share. The
-        positives' keys are gathered with autograd, so that a neighbour on another rank
-        receives its gradient; the log-partition uses the ``distributed`` mode."""
-        x = F.normalize(x, dim=1)
-        shard = shard_of(x, min_total=2)
+        positives' keys are gathered with autograd (gather mode), so that a neighbour on
+        another rank receives its gradient. Every rank's views are checked together before
+        the gather."""
+
+        def check() -> None:
+            check_features(z1, "z1", min_rows=0)
+            check_features(z2, "z2", min_rows=0)
+            check_same_shape(z1, z2)
+
+        _, samples = checked_shard(z1, check)
+        shard = Shard(samples.rank, tuple(2 * size for size in samples.sizes))
+        x = F.normalize(torch.cat([z1, z2]), dim=1)
         keys = gather_rows(x, shard)
         pairs = []  # each rank's two views, stacked [z1_r; z2_r] at its offset
         for rank, size in enumerate(shard.sizes):
