@@ -341,7 +341,7 @@ def test_two_processes_equal_one_process_on_the_same_global_batches(mode, single
             assert torch.allclose(result["embeddings"], single.embeddings, atol=1e-9), name
     errors = ranks[0]["errors"]
     assert "too small for method 'grace' on 2 processes" in errors["tiny batch"]
-    assert "no negatives across processes" in errors["method"]
+    assert "does not span the ranks of a process group" in errors["method"]
 
 
 # -- the command line ---------------------------------------------------------------------

@@ -254,8 +254,8 @@ def test_rank_zero_first_takes_turns_and_stops_every_rank_on_an_error(tmp_path):
 
 # -- item 6: the other ranks wait for rank 0's probe beyond the group's timeout -----------
 
-GROUP_TIMEOUT = 5.0  # the process group's own timeout in these tests (NCCL's: 10 minutes)
-PROBE_SECONDS = 12.0  # rank 0's first probe takes this long
+GROUP_TIMEOUT = 3.0  # the process group's own timeout in these tests (NCCL's: 10 minutes)
+PROBE_SECONDS = 7.0  # rank 0's first probe takes this long
 
 
 def _probe_worker(rank, world, port, out, kwargs):

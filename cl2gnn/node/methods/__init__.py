@@ -89,8 +89,8 @@ def make_method(
         if not cls.spans_ranks:
             takes = tuple(n for n, c in REGISTRY.items() if c.spans_ranks)
             raise ValueError(
-                f"method {label!r} has no negatives across processes: under torchrun use one "
-                f"of {takes}"
+                f"method {label!r} does not span the ranks of a process group (its loss needs "
+                f"state or pairs a rank does not hold): under torchrun use one of {takes}"
             )
         if config.num_keys is not None:
             raise ValueError("distributed takes no num_keys: the negatives are every rank's")
