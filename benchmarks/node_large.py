@@ -18,6 +18,10 @@ process and appends one JSON line to ``--out``; ``table`` turns them into
     python benchmarks/node_large.py steps --preset products --steps 20 --hidden 64 \\
         --encoder sage --num-neighbors 10 5
     python benchmarks/node_large.py inference --preset products --nodes 500000 --encoder gcn
+    python benchmarks/node_large.py end-to-end --preset products --hidden 64 --encoder sage \
+        --num-neighbors 10 5
+    torchrun --nproc_per_node=2 benchmarks/node_large.py end-to-end --preset products \
+        --hidden 64 --encoder sage --num-neighbors 10 5
     python benchmarks/node_large.py table
     python benchmarks/node_large.py cora --seeds 10 --batch-size 512   # -> results/
 
@@ -32,7 +36,8 @@ one supervised GraphSAGE step (encoder, linear classifier, cross-entropy on the 
 both with their layers trimmed to the rows that reach the seeds (``--untrimmed``: every
 layer on every sampled node). ``inference`` times layer-wise embeddings against a full-graph
 forward of the same encoder on the same graph (``--nodes``: a graph of that many nodes at
-the preset's mean degree).
+the preset's mean degree). ``end-to-end`` runs one whole epoch, the layer-wise embedding
+of every node and the probe, with each phase's wall time and peak RSS, on every rank.
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from cl2gnn.apps import cmdline
@@ -52,6 +59,36 @@ def rss_mb() -> float:
     """Current resident memory (Linux)."""
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class PhaseMeter:
+    """Each phase's wall time and peak RSS above ``base``: RSS is sampled every 10 ms by a
+    thread, because ``ru_maxrss`` keeps the process's peak so far, not a phase's own (a
+    spike shorter than the interval can be missed)."""
+
+    def __init__(self, base_mb: float) -> None:
+        self.base, self.phases, self._peak = base_mb, {}, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            self._peak = max(self._peak, rss_mb())
+
+    @contextmanager
+    def phase(self, name: str):
+        self._peak = rss_mb()
+        start = time.perf_counter()
+        yield
+        seconds = time.perf_counter() - start
+        peak = max(self._peak, rss_mb())
+        self.phases[name] = {"s": seconds, "peak_rss_above_import_mb": peak - self.base}
+
+    def close(self) -> dict:
+        self._stop.set()
+        self._thread.join()
+        return self.phases
 
 
 def generate(preset: str, nodes: int | None = None):
@@ -158,6 +195,64 @@ def run(args) -> dict:
         record["raw_feature_accuracy"] = raw
     shutdown()
     return record if rank == 0 else {}
+
+
+def end_to_end(args) -> dict:
+    """One whole epoch, the layer-wise embedding and the probe, phase by phase; under
+    torchrun every rank's phases are gathered on rank 0 (each rank generates the graph)."""
+    import torch
+    import torch.distributed as dist
+
+    from cl2gnn.distributed import init_from_env, rank_and_world, shutdown
+    from cl2gnn.node import probe_scores
+    from cl2gnn.node.minibatch import MinibatchTrainer
+
+    bare = rss_mb()
+    init_from_env("cpu")
+    rank, world = rank_and_world()
+    meter = PhaseMeter(bare)
+    with meter.phase("generate"):
+        data = generate(args.preset, args.nodes)
+    graph_mb = (data.x.nbytes + data.edge_index.nbytes) / 2**20
+    config = config_from(args)
+    with meter.phase("setup"):  # the sampler's CSC graph, the degrees, the model
+        trainer = MinibatchTrainer(data, "grace", config, seed=0)
+    with meter.phase("epoch"):
+        loss = trainer.epoch()
+    with meter.phase("embed"):
+        embeddings = trainer.embed()
+    scores = {}
+    if rank == 0:
+        with meter.phase("probe"):
+            masks = (data.train_mask, data.val_mask, data.test_mask)
+            split = [capped(mask, args.probe_nodes, seed) for seed, mask in enumerate(masks)]
+            scores["test_accuracy"] = probe_scores(embeddings, data.y, split, 0)["test"]
+        scores["raw_feature_accuracy"] = probe_scores(data.x, data.y, split, 0)["test"]
+    phases = meter.close()
+    ranks = [phases]
+    if world > 1:
+        ranks = [None] * world
+        dist.all_gather_object(ranks, phases)
+    shutdown()
+    if rank:
+        return {}
+    return {
+        "preset": args.preset,
+        "mode": "end_to_end",
+        "processes": world,
+        "nodes": data.num_nodes,
+        "edges": data.edge_index.size(1),
+        "encoder": config.encoder,
+        "hidden": config.hidden,
+        "batch_size": config.batch_size,
+        "num_neighbors": list(config.num_neighbors),
+        "steps_per_epoch": trainer.steps_per_epoch,
+        "loss": loss,
+        "graph_mb": graph_mb,
+        "phases": ranks,
+        "threads": torch.get_num_threads(),
+        **scores,
+    }
 
 
 def steps(args) -> dict:
@@ -377,11 +472,68 @@ def save_node_large(rows: list) -> None:
     )
 
 
+def save_end_to_end(records: list) -> None:
+    from _results import save_table  # benchmarks/_results.py
+
+    rows = []
+    for r in records:
+        graph = f"{r['preset']}, {r['nodes']:,} nodes, {r['edges']:,} edges"
+        training = (
+            f"{r['encoder']} {r['hidden']}, batch {r['batch_size']}, fan-out {r['num_neighbors']}"
+        )
+        for rank, phases in enumerate(r["phases"]):
+            for name, phase in phases.items():
+                probe = name == "probe"
+                rows.append(
+                    [
+                        graph,
+                        training,
+                        r["processes"],
+                        rank,
+                        name,
+                        f"{phase['s']:.1f}",
+                        f"{phase['peak_rss_above_import_mb']:.0f}",
+                        f"{phase['peak_rss_above_import_mb'] / r['graph_mb']:.2f}",
+                        f"{r['test_accuracy']:.2f}" if probe else None,
+                        f"{r['raw_feature_accuracy']:.2f}" if probe else None,
+                    ]
+                )
+    save_table(
+        "node_large_end_to_end",
+        "Scale",
+        "One whole epoch, the layer-wise embedding and the probe at ogbn-products' size",
+        [
+            "graph",
+            "training",
+            "processes",
+            "rank",
+            "phase",
+            "wall (s)",
+            "peak RSS above import (MB)",
+            "RSS / graph",
+            "probe test acc. (%)",
+            "raw-feature probe (%)",
+        ],
+        rows,
+        notes="Each process generated the graph itself. epoch: every seed once (under "
+        "torchrun each rank trains on its share of every global batch); embed: layer-wise "
+        "inference of every node; probe: logistic regression on rank 0, C on validation "
+        "nodes, at most --probe-nodes nodes per set. Peak RSS sampled every 10 ms per "
+        "phase; graph tensors: features and undirected edge index.",
+        command="python benchmarks/node_large.py end-to-end --preset products --hidden 64 "
+        "--encoder sage --num-neighbors 10 5 (and the same under torchrun "
+        "--nproc_per_node=2), then python benchmarks/node_large.py table",
+    )
+
+
 def table(out: Path) -> None:
     from _results import save_table  # benchmarks/_results.py
 
     records = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
     runs = [r for r in records if r["mode"] in ("full", "minibatch")]
+    ends = [r for r in records if r["mode"] == "end_to_end"]
+    if ends:
+        save_end_to_end(ends)
     rows = []
     for r in runs:
         keys = "exact tiled InfoNCE" if r["num_keys"] is None else f"{r['num_keys']} sampled keys"
@@ -499,7 +651,7 @@ def table(out: Path) -> None:
 def main(argv=None) -> int:
     parser = cmdline.ArgumentParser(prog="node_large.py", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in ("run", "steps"):
+    for name in ("run", "steps", "end-to-end"):
         p = sub.add_parser(name)
         p.add_argument("--preset", choices=PRESETS, required=True)
         p.add_argument("--mode", choices=("full", "minibatch"), default="minibatch")
@@ -541,7 +693,8 @@ def main(argv=None) -> int:
             return 0
         if args.command == "run" and args.mode == "full" and args.max_steps:
             parser.error("--max-steps applies to --mode minibatch")
-        record = {"run": run, "steps": steps, "inference": inference}[args.command](args)
+        commands = {"run": run, "steps": steps, "inference": inference, "end-to-end": end_to_end}
+        record = commands[args.command](args)
         if record:
             print(json.dumps(record))
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -17,8 +17,9 @@ splits, as its authors evaluate.
         --authors /path/to/authors_results.json          # -> results/node_reproduction.json
 
 ``run`` writes ``<out>/<method>_<graph>_<first seed>.json`` (``--first-seed``: a long run in
-parts); ``table`` gathers them, with the authors'
-code's numbers measured here (``--authors``: a JSON of ``{"<method>/<graph>": {"mean":
+parts; ``--override FIELD=JSON``: a configuration field changed, a row of its own, e.g. a
+shorter schedule tried where the published one misses); ``table`` gathers them, with the
+authors' code's numbers measured here (``--authors``: a JSON of ``{"<method>/<graph>": {"mean":
 …, "std": …, "runs": …}}``) beside them.
 """
 
@@ -58,9 +59,10 @@ def authors_probe(method: str, graph: str) -> tuple[float, float, int] | None:
     return AUTHORS_PROBE.get((method, graph if graph == "Cora" else "hetero"))
 
 
-def run(method: str, graph: str, seeds: range, out: Path) -> Path:
+def run(method: str, graph: str, seeds: range, out: Path, overrides: dict) -> Path:
     """Train and probe one (method, graph) with ``seeds`` (Cora; the heterophilous graphs:
-    the first only); write ``<out>/<method>_<graph>_<first seed>.json``."""
+    the first only), its configuration's fields ``overrides`` changed; write
+    ``<out>/<method>_<graph>_<first seed>[_<field>=<value>...].json``."""
     from cl2gnn.node import (
         adam_probe_scores,
         default_config,
@@ -72,10 +74,16 @@ def run(method: str, graph: str, seeds: range, out: Path) -> Path:
     from cl2gnn.node.evaluate import num_splits
 
     data = load_node_dataset(graph)
-    config = default_config(data.name, method)
+    config = default_config(data.name, method).with_overrides(**overrides)
     hetero = num_splits(data) > 0
     settings = authors_probe(method, data.name)
-    record = {"method": method, "graph": data.name, "config": config.as_dict(), "runs": []}
+    record = {
+        "method": method,
+        "graph": data.name,
+        "overrides": overrides,
+        "config": config.as_dict(),
+        "runs": [],
+    }
     start = time.perf_counter()
     for seed in seeds[:1] if hetero else seeds:
         result = train_node_model(data, method, config, seed=seed, progress=False)
@@ -93,7 +101,8 @@ def run(method: str, graph: str, seeds: range, out: Path) -> Path:
         record.setdefault("epoch_ms", []).append(result.epoch_ms)
     record["seconds"] = time.perf_counter() - start
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{method}_{data.name}_{seeds[0]}.json"
+    changed = "".join(f"_{field}={value}" for field, value in overrides.items())
+    path = out / f"{method}_{data.name}_{seeds[0]}{changed}.json"
     path.write_text(json.dumps(record, indent=1))
     return path
 
@@ -110,6 +119,35 @@ def verdict(values: list[float], anchor: float) -> str:
     return "met" if mean >= anchor - max(1.0, std) else f"not met ({mean - anchor:+.2f})"
 
 
+def row(method: str, graph: str, anchor: float, parts: list, overrides: dict, code: dict) -> list:
+    """One table row from the result files of one configuration."""
+    runs = [run for part in parts for run in part["runs"]]
+    epoch_ms = [ms for part in parts for ms in part["epoch_ms"]]
+    ours = [r["ours"] for r in runs]
+    theirs = [r["authors"] for r in runs if "authors" in r]
+    measured = None if overrides else code.get(f"{method}/{graph}")
+    authors_code = (
+        "—"
+        if measured is None
+        else f"{measured['mean']:.2f} ± {measured['std']:.2f} ({measured['runs']})"
+    )
+    label = method
+    if overrides:
+        label += " (" + ", ".join(f"{k}={v}" for k, v in overrides.items()) + ")"
+    return [
+        label,
+        graph,
+        anchor,
+        summary(ours),
+        summary(theirs) if theirs else "—",
+        authors_code,
+        len(runs),
+        round(sum(epoch_ms) / len(epoch_ms), 1),
+        verdict(ours, anchor),
+        verdict(theirs, anchor),
+    ]
+
+
 def table(out: Path, authors: Path | None) -> None:
     code = json.loads(authors.read_text()) if authors else {}
     rows = []
@@ -118,32 +156,13 @@ def table(out: Path, authors: Path | None) -> None:
         if not parts:  # the page says what was not run
             rows.append([method, graph, anchor, *["not run"] * 3, 0, None, "not run", "not run"])
             continue
-        record = {
-            "runs": [run for part in parts for run in part["runs"]],
-            "epoch_ms": [ms for part in parts for ms in part["epoch_ms"]],
-        }
-        ours = [r["ours"] for r in record["runs"]]
-        theirs = [r["authors"] for r in record["runs"] if "authors" in r]
-        measured = code.get(f"{method}/{graph}")
-        authors_code = (
-            "—"
-            if measured is None
-            else (f"{measured['mean']:.2f} ± {measured['std']:.2f} ({measured['runs']})")
-        )
-        rows.append(
-            [
-                method,
-                graph,
-                anchor,
-                summary(ours),
-                summary(theirs) if theirs else "—",
-                authors_code,
-                len(record["runs"]),
-                round(sum(record["epoch_ms"]) / len(record["epoch_ms"]), 1),
-                verdict(ours, anchor),
-                verdict(theirs, anchor),
-            ]
-        )
+        groups: dict[str, list] = {}  # the published configuration first, then each change
+        for part in sorted(parts, key=lambda part: bool(part.get("overrides"))):
+            groups.setdefault(json.dumps(part.get("overrides", {})), []).append(part)
+        if "{}" not in groups:
+            rows.append([method, graph, anchor, *["not run"] * 3, 0, None, "not run", "not run"])
+        for changed, group in groups.items():
+            rows.append(row(method, graph, anchor, group, json.loads(changed), code))
     save_table(
         "node_reproduction",
         "Node classification",
@@ -182,6 +201,13 @@ def main() -> None:
     p.add_argument("--seeds", type=cmdline.positive_int, default=10, help="Cora's runs")
     p.add_argument("--first-seed", type=cmdline.non_negative_int, default=0)
     p.add_argument("--out", type=cmdline.output_dir, default="runs/reproduce")
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        help="a configuration field changed (e.g. epochs=300): a row of its own",
+    )
     p = sub.add_parser("table")
     p.add_argument("--out", type=cmdline.existing_path, default="runs/reproduce")
     p.add_argument("--authors", type=cmdline.existing_path)
@@ -189,7 +215,11 @@ def main() -> None:
     with cmdline.user_errors(parser.prog):
         if args.command == "run":
             seeds = range(args.first_seed, args.first_seed + args.seeds)
-            print(run(args.method, args.graph, seeds, Path(args.out)))
+            overrides = {}
+            for item in args.override:
+                field, _, value = item.partition("=")
+                overrides[field] = json.loads(value)
+            print(run(args.method, args.graph, seeds, Path(args.out), overrides))
         else:
             table(Path(args.out), Path(args.authors) if args.authors else None)
 

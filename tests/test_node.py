@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch_geometric.utils import dropout_edge, mask_feature
 
 from cl2gnn.apps.cli import main
 from cl2gnn.datasets.nodes import feature_knn_dataset
@@ -22,6 +23,8 @@ from cl2gnn.node import (
     probe_scores,
     train_node_model,
 )
+from cl2gnn.node.features import ColumnMasked
+from cl2gnn.node.minibatch import trimmed
 from cl2gnn.node.models import GraphEncoder
 
 DATA = os.environ.get("CL2GNN_DATA")
@@ -154,6 +157,61 @@ def test_sparse_features_equal_the_masked_dense_path(conv):
     assert torch.allclose(outputs[0], outputs[1], atol=1e-12)
     for a, b in zip(*grads, strict=True):
         assert torch.allclose(a, b, atol=1e-10)
+
+
+@pytest.mark.parametrize("conv", ["gcn", "sage", "gat"])
+@pytest.mark.parametrize("trim", [False, True])
+def test_column_masked_features_equal_the_masked_copy(conv, trim):
+    # a dense view's column mask on the first layer's weight: the same outputs and
+    # gradients as the masked copy of X, on the whole graph and on trimmed layers
+    if conv == "gat" and trim:
+        pytest.skip("GAT's edge lists are not trimmed")
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(30, 12, generator=gen, dtype=torch.float64)
+    # seeds 0-4 receive from nodes 0-14 only: a sampled subgraph's order by hop
+    inner = torch.stack([torch.randint(0, 15, (25,), generator=gen), torch.arange(25) % 5])
+    outer = torch.stack(
+        [torch.randint(0, 30, (60,), generator=gen), torch.randint(5, 30, (60,), generator=gen)]
+    )
+    edge_index = torch.cat([inner, outer], 1)
+    mask = (torch.rand(12, generator=gen) > 0.4).double()
+    assert 0 < mask.sum() < 12
+    encoder = GraphEncoder(12, 8, conv=conv).double()
+    graph = encoder.propagation_graph(edge_index, 30)
+    if conv != "gat":
+        graph = graph.to(torch.float64)
+    if trim:
+        graph = trimmed(graph, edge_index, 5)
+        assert graph[0].size(0) == 15
+    view = ColumnMasked(x, mask)
+    assert torch.equal(view.to_dense(), x * mask)
+    outputs, grads = [], []
+    for features in (view, x * mask):
+        encoder.zero_grad()
+        out = encoder(features, graph, readout="last" if trim else "concat")
+        out.square().sum().backward()
+        outputs.append(out)
+        grads.append([p.grad.clone() for p in encoder.parameters()])
+    assert outputs[0].shape == ((5, 8) if trim else (30, 3 * 8))  # concat: both layers
+    assert torch.allclose(outputs[0], outputs[1], atol=1e-12)
+    for a, b in zip(*grads, strict=True):
+        assert torch.allclose(a, b, atol=1e-10)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
+def test_augment_masks_dense_columns_as_mask_feature_draws_them(p):
+    # the column mask kept beside X is PyG's mask_feature's, from the same random draw
+    x = torch.rand(20, 50) + 0.5
+    edge_index = torch.randint(0, 20, (2, 40))
+    torch.manual_seed(3)
+    view, _ = augment(x, edge_index, 0.0, p)
+    drawn_next = torch.rand(3)
+    torch.manual_seed(3)
+    dropout_edge(edge_index, p=0.0)
+    expected, _ = mask_feature(x, p=p, mode="col")
+    assert torch.equal(torch.rand(3), drawn_next)  # as many numbers drawn
+    assert isinstance(view, torch.Tensor) == (p == 0.0)  # p = 0: X itself, nothing drawn
+    assert torch.equal(view if p == 0.0 else view.to_dense(), expected)
 
 
 @pytest.mark.parametrize("sparse", [True, False])

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from ..datasets.nodes import load_node_dataset
     from .config import DEFAULTS, NodeConfig, default_config, default_method
     from .evaluate import adam_probe_scores, make_split, probe_accuracy, probe_score, probe_scores
-    from .features import SparseFeatures, prepare_features
+    from .features import ColumnMasked, SparseFeatures, prepare_features
     from .fit import TrainResult, fit, train_node_model
     from .fullbatch import FullBatchTrainer
     from .methods import REGISTRY, NodeMethod, ViewBatch, make_method
@@ -43,6 +43,7 @@ _EXPORTS = {
     "probe_accuracy": ".evaluate",
     "probe_score": ".evaluate",
     "probe_scores": ".evaluate",
+    "ColumnMasked": ".features",
     "SparseFeatures": ".features",
     "prepare_features": ".features",
     "TrainResult": ".fit",
@@ -66,6 +67,7 @@ __all__ = [
     "METHODS",
     "PROTOCOLS",
     "REGISTRY",
+    "ColumnMasked",
     "FullBatchTrainer",
     "GraphEncoder",
     "MinibatchTrainer",

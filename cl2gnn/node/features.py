@@ -1,5 +1,6 @@
 """Node features for the encoder: dense, or sparse bag-of-words kept as one fixed
-:class:`~torch_geometric.EdgeIndex` whose feature masks act on the weight instead.
+:class:`~torch_geometric.EdgeIndex` whose feature masks act on the weight instead; a dense
+view's column mask acts on the weight too (:class:`ColumnMasked`).
 
 GRACE masks whole feature columns, ``X diag(m)``, and ``X diag(m) W = X (diag(m) W)``: the
 sparse matrix never changes, so its row- and column-sorted forms are computed once and the
@@ -62,6 +63,34 @@ class SparseFeatures:
         if self.column_mask is not None:
             dense = dense * self.column_mask
         return dense if self.row_mask is None else dense * self.row_mask[:, None]
+
+
+@dataclass(frozen=True)
+class ColumnMasked:
+    """A dense ``[N, F]`` feature matrix and a column mask ``m`` kept apart: the first layer
+    computes ``X diag(m) W`` as ``X (diag(m) W)``, masking its ``[F, out]`` weight instead of
+    copying ``X`` for each view (the products are the same, term by term)."""
+
+    x: Tensor
+    column_mask: Tensor
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return tuple(self.x.shape)
+
+    def size(self, dim: int) -> int:
+        return self.x.size(dim)
+
+    def masked(self, weight: Tensor) -> Tensor:
+        """A linear layer's ``[out, F]`` weight with the masked columns zeroed."""
+        return weight * self.column_mask
+
+    def matmul(self, weight: Tensor) -> Tensor:
+        """``X diag(m) weight`` for ``weight`` of shape ``[F, out]``."""
+        return torch.nn.functional.linear(self.x, self.masked(weight.T))
+
+    def to_dense(self) -> Tensor:
+        return self.x * self.column_mask
 
 
 def is_sparse(x: Tensor) -> bool:

@@ -12,7 +12,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import degree as degree_of
 from torch_geometric.utils import softmax, spmm, to_torch_csr_tensor
 
-from .features import SparseFeatures
+from .features import ColumnMasked, SparseFeatures
 from .names import EMBEDDINGS, ENCODERS
 
 ACTIVATIONS = {
@@ -159,18 +159,31 @@ class GraphEncoder(torch.nn.Module):
         loops = torch.bincount(target[edge_index[0] == target], minlength=num_nodes)
         return degree - loops + 1
 
-    def _first_conv(self, x: Tensor | SparseFeatures, graph: Tensor) -> Tensor:
+    def _first_conv(self, x: Tensor | SparseFeatures | ColumnMasked, graph: Tensor) -> Tensor:
         rows = graph.size(0) if graph.layout == torch.sparse_csr else x.size(0)
-        if not isinstance(x, SparseFeatures):
+        if isinstance(x, Tensor):
             return self.conv1(self._pair(x, graph), graph)
         if self.kind == "gat":
             return self.conv1(x.to_dense(), graph)
+        if isinstance(x, ColumnMasked):  # the convolutions' own steps, the mask on W
+            return self._column_masked_conv(x, graph, rows)
         if self.kind == "sage":  # W_nbr (Ā X) + b + W_self X with the fixed sparse X
             conv = self.conv1
             neighbours = spmm(graph, x.matmul(conv.lin_l.weight.T)) + conv.lin_l.bias
             return neighbours + x.matmul(conv.lin_r.weight.T)[:rows]
         # GCNConv's Â (X W) + b with the fixed sparse X (its column mask moved to W)
         return spmm(graph, x.matmul(self.conv1.lin.weight.T)) + self.conv1.bias
+
+    def _column_masked_conv(self, x: ColumnMasked, graph: Tensor, rows: int) -> Tensor:
+        """``conv1`` on ``X diag(m)``, step by step as PyG's ``SAGEConv`` (aggregate, then
+        ``lin_l``, plus ``lin_r`` of the targets) and ``GCNConv`` (``lin``, propagate, bias)
+        compute it, each weight's columns masked instead of ``X``'s."""
+        linear = torch.nn.functional.linear
+        if self.kind == "sage":
+            conv = self.conv1
+            neighbours = linear(spmm(graph, x.x), x.masked(conv.lin_l.weight), conv.lin_l.bias)
+            return neighbours + linear(x.x[:rows], x.masked(conv.lin_r.weight))
+        return spmm(graph, linear(x.x, x.masked(self.conv1.lin.weight))) + self.conv1.bias
 
     def _pair(self, x: Tensor, graph: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         """GraphSAGE's input as (sources, targets): a trimmed graph (:func:`first_rows`) keeps
@@ -323,7 +336,7 @@ def read_out(x: Tensor | SparseFeatures, first: Tensor, last: Tensor, readout: s
         return last
     if readout == "concat":
         return torch.cat([first, last], dim=-1)
-    x = x.to_dense() if isinstance(x, SparseFeatures) else x
+    x = x if isinstance(x, Tensor) else x.to_dense()
     return torch.cat([torch.nn.functional.normalize(h, dim=-1) for h in (x, first, last)], -1)
 
 

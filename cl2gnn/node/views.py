@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 from torch_geometric.utils import dropout_edge, mask_feature
 
-from .features import SparseFeatures
+from .features import ColumnMasked, SparseFeatures
 
 
 def augment(
@@ -20,10 +20,11 @@ def augment(
     *,
     feature_generator: torch.Generator | None = None,
 ):
-    """One GRACE view: drop edges (PyG ``dropout_edge``) and mask feature columns (PyG
-    ``mask_feature``; for :class:`SparseFeatures` the same column mask, applied to the
-    first layer's weight); ``p_node > 0`` also zeroes that fraction of the nodes' whole
-    feature rows (GraphMAE's node masking, here a view to contrast).
+    """One GRACE view: drop edges (PyG ``dropout_edge``) and mask feature columns, as PyG's
+    ``mask_feature`` draws them, on the first layer's weight instead of a copy of the
+    features (:class:`ColumnMasked`; :class:`SparseFeatures` with the mask); ``p_node > 0``
+    also zeroes that fraction of the nodes' whole feature rows (GraphMAE's node masking,
+    here a view to contrast).
 
     ``feature_generator`` (a CPU generator) draws the column mask instead of torch's global
     generator, one draw of ``x.size(1)`` numbers per call whatever ``p_feature``: several
@@ -47,13 +48,11 @@ def augment(
         if p_node > 0:
             x = x.with_row_mask((torch.rand(x.size(0), device=device) >= p_node).to(dtype))
         return x, edge_index
-    if keep is None:
-        x, _ = mask_feature(x, p=p_feature, mode="col")
-    else:
-        x = x.masked_fill(~keep, 0)  # mask_feature's column mode with the given mask
+    if keep is None and p_feature > 0:  # mask_feature's draw (it draws nothing at p = 0)
+        keep = torch.rand(x.size(1), device=device) >= p_feature
     if p_node > 0:
         x, _ = mask_feature(x, p=p_node, mode="row")
-    return x, edge_index
+    return (x if keep is None else ColumnMasked(x, keep.to(x.dtype))), edge_index
 
 
 def seed_everything(seed: int) -> None:
