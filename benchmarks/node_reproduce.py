@@ -186,7 +186,8 @@ def table(out: Path, authors: Path | None) -> None:
         "the validation nodes; authors' probe: the method's code's Adam-trained linear "
         "layer on the raw embeddings, test at the best validation epoch. Mean ± std over "
         "the probes. Target: within 1 point, or one standard deviation, of the published "
-        "number (or above it).",
+        "number (or above it). A method with fields in brackets: its configuration with "
+        "those fields changed (run --override), tried where the published one misses.",
     )
 
 
