@@ -103,13 +103,17 @@ def generate(preset: str, nodes: int | None = None):
     return contextual_sbm(**size, seed=0)
 
 
-def capped(mask, cap: int, seed: int = 0):
-    """The indices of ``mask``'s nodes, at most ``cap`` of them drawn at random."""
+def probe_split(data, cap: int) -> list:
+    """The generator's train, validation and test nodes, at most ``cap`` of each drawn at
+    random (the probe's time bounded)."""
     import torch
 
-    nodes = mask.nonzero().view(-1)
-    pick = torch.randperm(nodes.numel(), generator=torch.Generator().manual_seed(seed))
-    return nodes[pick[:cap]]
+    split = []
+    for seed, mask in enumerate((data.train_mask, data.val_mask, data.test_mask)):
+        nodes = mask.nonzero().view(-1)
+        pick = torch.randperm(nodes.numel(), generator=torch.Generator().manual_seed(seed))
+        split.append(nodes[pick[:cap]])
+    return split
 
 
 def config_from(args):
@@ -187,9 +191,7 @@ def run(args) -> dict:
     if args.max_steps and embeddings is not None:
         record["embed_s"] = embed_s
     if rank == 0 and embeddings is not None:
-        cap = args.probe_nodes
-        masks = (data.train_mask, data.val_mask, data.test_mask)
-        split = [capped(mask, cap, seed) for seed, mask in enumerate(masks)]
+        split = probe_split(data, args.probe_nodes)
         record["test_accuracy"] = probe_scores(embeddings, data.y, split, 0)["test"]
         raw = probe_scores(data.x, data.y, split, 0)["test"]
         record["raw_feature_accuracy"] = raw
@@ -224,8 +226,7 @@ def end_to_end(args) -> dict:
     scores = {}
     if rank == 0:
         with meter.phase("probe"):
-            masks = (data.train_mask, data.val_mask, data.test_mask)
-            split = [capped(mask, args.probe_nodes, seed) for seed, mask in enumerate(masks)]
+            split = probe_split(data, args.probe_nodes)
             scores["test_accuracy"] = probe_scores(embeddings, data.y, split, 0)["test"]
         scores["raw_feature_accuracy"] = probe_scores(data.x, data.y, split, 0)["test"]
     phases = meter.close()

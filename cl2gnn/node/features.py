@@ -74,20 +74,12 @@ class ColumnMasked:
     x: Tensor
     column_mask: Tensor
 
-    @property
-    def shape(self) -> tuple[int, int]:
-        return tuple(self.x.shape)
-
     def size(self, dim: int) -> int:
         return self.x.size(dim)
 
     def masked(self, weight: Tensor) -> Tensor:
         """A linear layer's ``[out, F]`` weight with the masked columns zeroed."""
         return weight * self.column_mask
-
-    def matmul(self, weight: Tensor) -> Tensor:
-        """``X diag(m) weight`` for ``weight`` of shape ``[F, out]``."""
-        return torch.nn.functional.linear(self.x, self.masked(weight.T))
 
     def to_dense(self) -> Tensor:
         return self.x * self.column_mask
