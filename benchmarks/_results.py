@@ -30,7 +30,7 @@ def cpu_model() -> str:
                 flags = set(value.split())
     except OSError:
         pass
-    vector = [f for f in ("avx2", "avx512f", "amx_tile") if f in flags]
+    vector = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile") if f in flags]
     return f"{name} ({', '.join(vector) or 'no AVX2'})"
 
 

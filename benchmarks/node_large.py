@@ -92,7 +92,12 @@ class PhaseMeter:
 
 
 def generate(preset: str, nodes: int | None = None):
-    """The preset's graph; with ``nodes``, that many nodes at the preset's mean degree."""
+    """The preset's graph, its edges sorted by target (the neighbour sampler then reads them
+    in place: no CSC copy); with ``nodes``, that many nodes at the preset's mean degree. The
+    generator's freed heap goes back to the system (glibc's ``malloc_trim``), so that the
+    RSS measured afterwards is the graph's and not the generator's leftovers."""
+    import ctypes
+
     from cl2gnn.datasets import PRESETS as SIZES
     from cl2gnn.datasets import contextual_sbm
 
@@ -100,7 +105,9 @@ def generate(preset: str, nodes: int | None = None):
     if nodes is not None:
         size["num_edges"] = round(size["num_edges"] * nodes / size["num_nodes"])
         size["num_nodes"] = nodes
-    return contextual_sbm(**size, seed=0)
+    data = contextual_sbm(**size, seed=0).sort(sort_by_row=False)
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    return data
 
 
 def probe_split(data, cap: int) -> list:
@@ -243,6 +250,7 @@ def end_to_end(args) -> dict:
         "processes": world,
         "nodes": data.num_nodes,
         "edges": data.edge_index.size(1),
+        "csc_in_place": trainer.loader.node_sampler.edge_permutation is None,
         "encoder": config.encoder,
         "hidden": config.hidden,
         "batch_size": config.batch_size,
@@ -330,11 +338,10 @@ def steps(args) -> dict:
 
 def inference(args) -> dict:
     """Layer-wise embeddings against a full-graph forward of the same encoder on the same
-    graph, alternating, in this process; peak RSS after the layer-wise rounds (before any
-    full-graph forward) beside the graph's tensors."""
+    graph, alternating, in this process; the peak RSS of the sampler's set-up and of the
+    first layer-wise round (before any full-graph forward) beside the graph's tensors."""
     import torch
 
-    from cl2gnn.apps.node import peak_rss_mb
     from cl2gnn.graphs import TorchNeighborSampler
     from cl2gnn.node.minibatch import full_neighbourhood, layerwise_embeddings
     from cl2gnn.node.models import GraphEncoder
@@ -345,11 +352,10 @@ def inference(args) -> dict:
     torch.manual_seed(0)
     encoder = GraphEncoder(data.x.size(1), args.hidden, "prelu", args.encoder).eval()
     n = data.num_nodes
-    start = time.perf_counter()
-    sampler = full_neighbourhood(TorchNeighborSampler(data, [-1]))  # the trainer's CSC graph
-    degree = encoder.degree(data.edge_index, n)
-    setup_s = time.perf_counter() - start
-    setup_peak = peak_rss_mb() - bare  # the generator's and the CSC's own peak
+    meter = PhaseMeter(bare)  # each phase's own peak: the generator's sort peaks higher
+    with meter.phase("setup"):
+        sampler = full_neighbourhood(TorchNeighborSampler(data, [-1]))  # the trainer's graph
+        degree = encoder.degree(data.edge_index, n)
 
     def layerwise():
         return layerwise_embeddings(encoder, data.x, sampler, degree, args.batch_size)
@@ -362,10 +368,11 @@ def inference(args) -> dict:
             return encoder(data.x, graph), build
 
     times = {"layerwise": [], "full": [], "full_graph_build": []}
-    start = time.perf_counter()
-    embeddings = layerwise()
-    times["layerwise"].append(time.perf_counter() - start)
-    peak = peak_rss_mb() - bare
+    with meter.phase("layerwise"):
+        embeddings = layerwise()
+    phases = meter.close()
+    times["layerwise"].append(phases["layerwise"]["s"])
+    peak = phases["layerwise"]["peak_rss_above_import_mb"]
     for _ in range(args.rounds):
         start = time.perf_counter()
         reference, build = full()
@@ -392,11 +399,12 @@ def inference(args) -> dict:
         "ratio": best["layerwise"] / best["full"],
         "ratio_to_forward_without_build": best["layerwise"]
         / (best["full"] - best["full_graph_build"]),
-        "csc_and_degree_s": setup_s,
+        "csc_and_degree_s": phases["setup"]["s"],
+        "csc_in_place": sampler.edge_permutation is None,
         "times_s": times,
         "max_abs_difference": float((embeddings - reference).abs().max()),
         "graph_mb": graph_mb,
-        "setup_peak_rss_above_import_mb": setup_peak,
+        "setup_peak_rss_above_import_mb": phases["setup"]["peak_rss_above_import_mb"],
         "layerwise_peak_rss_above_import_mb": peak,
         "layerwise_rss_over_graph": peak / graph_mb,
         "threads": torch.get_num_threads(),
@@ -476,6 +484,7 @@ def save_node_large(rows: list) -> None:
 def save_end_to_end(records: list) -> None:
     from _results import save_table  # benchmarks/_results.py
 
+    unsorted = [r for r in records if not r.get("csc_in_place")]
     rows = []
     for r in records:
         graph = f"{r['preset']}, {r['nodes']:,} nodes, {r['edges']:,} edges"
@@ -520,7 +529,14 @@ def save_end_to_end(records: list) -> None:
         "torchrun each rank trains on its share of every global batch); embed: layer-wise "
         "inference of every node; probe: logistic regression on rank 0, C on validation "
         "nodes, at most --probe-nodes nodes per set. Peak RSS sampled every 10 ms per "
-        "phase; graph tensors: features and undirected edge index.",
+        "phase; graph tensors: features and undirected edge index."
+        + (
+            f" {len(unsorted)} of the {len(records)} runs sampled a graph not sorted by target, "
+            "of which the sampler held a CSC copy (its edges and their permutation, 16 bytes "
+            "per edge)."
+            if unsorted
+            else ""
+        ),
         command="python benchmarks/node_large.py end-to-end --preset products --hidden 64 "
         "--encoder sage --num-neighbors 10 5 (and the same under torchrun "
         "--nproc_per_node=2), then python benchmarks/node_large.py table",
@@ -642,8 +658,10 @@ def table(out: Path) -> None:
             ],
             inference_rows,
             notes="One process per row, the two alternating; the best of the rounds. The "
-            "layer-wise peak is taken before any full-graph forward ran; it holds the graph, "
-            "its CSC copy (the sampler's) and the layers' outputs.",
+            "layer-wise peak: RSS sampled every 10 ms during the first layer-wise round, "
+            "before any full-graph forward ran, above the bare import; it holds the graph "
+            "(its edges sorted by target, which the sampler reads in place: no CSC copy) and "
+            "the layers' outputs.",
             command="python benchmarks/node_large.py inference --preset products "
             "--nodes 500000 --encoder gcn",
         )

@@ -20,6 +20,8 @@ from cl2gnn.graphs import TorchNeighborSampler, neighbor_loader
 def graphs_and_seeds(draw, max_hops=3):
     n = draw(st.integers(1, 25))
     edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=80))
+    if draw(st.booleans()):  # in CSC order: the sampler reads the graph in place
+        edges.sort(key=lambda edge: (edge[1], edge[0]))
     # repeated seeds are each sampled for, as pyg-lib does, and share the first's index
     seeds = draw(
         st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=draw(st.booleans()))
@@ -29,14 +31,15 @@ def graphs_and_seeds(draw, max_hops=3):
 
 
 def sample(n, edges, seeds, hops, seed):
-    edge_index = torch.tensor(edges, dtype=torch.long).reshape(-1, 2).t()
+    edge_index = torch.tensor(edges, dtype=torch.long).reshape(-1, 2).t().contiguous()
     sampler = TorchNeighborSampler(
         Data(edge_index=edge_index, num_nodes=n),
         hops,
         generator=torch.Generator().manual_seed(seed),
     )
     out = sampler.sample_from_nodes(NodeSamplerInput(None, torch.tensor(seeds)))
-    original = sampler.edge_permutation[out.edge] if out.edge.numel() else out.edge
+    perm = sampler.edge_permutation
+    original = out.edge if perm is None or not out.edge.numel() else perm[out.edge]
     return out, original.tolist()
 
 
@@ -106,7 +109,23 @@ def test_neighbours_are_equally_likely():
     assert chi_square < 36.1  # the 99.9 % quantile of chi-square(14)
 
 
-def test_loader_slices_edge_attributes_by_original_edge_id():
+def test_graph_sorted_by_target_is_sampled_in_place():
+    edge_index = torch.randint(0, 30, (2, 300), generator=torch.Generator().manual_seed(0))
+    data = Data(edge_index=edge_index, num_nodes=30)
+    assert TorchNeighborSampler(data, [3]).edge_permutation is not None
+    data = data.sort(sort_by_row=False)
+    sampler = TorchNeighborSampler(data, [3])
+    assert sampler.edge_permutation is None
+    assert sampler.row.data_ptr() == data.edge_index[0].data_ptr()
+    # sorted but strided: copied, for PyG's index2ptr miscounts strided targets
+    strided = Data(edge_index=data.edge_index.t().contiguous().t(), num_nodes=30)
+    copied = TorchNeighborSampler(strided, [3])
+    assert copied.edge_permutation is not None
+    assert torch.equal(copied.colptr, sampler.colptr)
+
+
+@pytest.mark.parametrize("by_target", [False, True], ids=["unsorted", "sorted-by-target"])
+def test_loader_slices_edge_attributes_by_original_edge_id(by_target):
     generator = torch.Generator().manual_seed(1)
     n, m = 40, 200
     data = Data(
@@ -114,6 +133,8 @@ def test_loader_slices_edge_attributes_by_original_edge_id():
         edge_index=torch.randint(0, n, (2, m), generator=generator),
         edge_weight=torch.randperm(m, generator=generator).float(),
     )
+    if by_target:
+        data = data.sort(sort_by_row=False)
     input_nodes = torch.randperm(n, generator=generator)[:23]
     seen = []
     for batch in neighbor_loader(data, [3, 2], input_nodes=input_nodes, batch_size=5, shuffle=True):
