@@ -25,19 +25,20 @@ process and appends one JSON line to ``--out``; ``table`` turns them into
     python benchmarks/node_large.py table
     python benchmarks/node_large.py cora --seeds 10 --batch-size 512   # -> results/
 
-``run`` reports seconds per epoch (or per step), seed nodes per second, peak RSS above the
-bare import (``ru_maxrss`` minus the RSS after importing torch and cl2gnn) beside the
-graph's own tensors (features + undirected edge index), and, for full epochs, the probe's
-test accuracy on the generator's labels (logistic regression on the embeddings of the
-generator's train nodes, ``C`` on its validation nodes; capped at ``--probe-nodes`` nodes
-per set to bound the probe's time). ``steps`` alternates, on the same pre-sampled batches,
-one contrastive step (two augmented views, encoder and head, InfoNCE over the seeds) and
-one supervised GraphSAGE step (encoder, linear classifier, cross-entropy on the seeds),
-both with their layers trimmed to the rows that reach the seeds (``--untrimmed``: every
-layer on every sampled node). ``inference`` times layer-wise embeddings against a full-graph
-forward of the same encoder on the same graph (``--nodes``: a graph of that many nodes at
-the preset's mean degree). ``end-to-end`` runs one whole epoch, the layer-wise embedding
-of every node and the probe, with each phase's wall time and peak RSS, on every rank.
+``run`` reports seconds per epoch (or per step), seed nodes per second, the peak RSS of
+training and embedding (sampled every 10 ms) above the bare import (the RSS after importing
+torch and cl2gnn) beside the graph's own tensors (features + undirected edge index), and,
+for full epochs, the probe's test accuracy on the generator's labels (logistic regression on
+the embeddings of the generator's train nodes, ``C`` on its validation nodes; capped at
+``--probe-nodes`` nodes per set to bound the probe's time). ``steps`` alternates, on the
+same pre-sampled batches, one contrastive step (two augmented views, encoder and head,
+InfoNCE over the seeds) and one supervised GraphSAGE step (encoder, linear classifier,
+cross-entropy on the seeds), both with their layers trimmed to the rows that reach the seeds
+(``--untrimmed``: every layer on every sampled node). ``inference`` times layer-wise
+embeddings against a full-graph forward of the same encoder on the same graph (``--nodes``:
+a graph of that many nodes at the preset's mean degree). ``end-to-end`` runs one whole
+epoch, the layer-wise embedding of every node and the probe, with each phase's wall time and
+peak RSS, on every rank.
 """
 
 from __future__ import annotations
@@ -142,7 +143,6 @@ def config_from(args):
 def run(args) -> dict:
     import torch
 
-    from cl2gnn.apps.node import peak_rss_mb
     from cl2gnn.distributed import init_from_env, rank_and_world, shutdown
     from cl2gnn.node import probe_scores, train_node_model
     from cl2gnn.node.minibatch import MinibatchTrainer
@@ -155,22 +155,25 @@ def run(args) -> dict:
     generated_s = time.perf_counter() - start
     graph_mb = (data.x.nbytes + data.edge_index.nbytes) / 2**20
     config = config_from(args)
+    meter = PhaseMeter(bare)  # training's own peak: the generator's sort peaks higher
     start = time.perf_counter()
     embeddings = None
-    if args.max_steps:  # the first steps of an epoch (a step's memory is the same)
-        trainer = MinibatchTrainer(data, "grace", config, seed=0)
-        trainer.epoch(max_steps=2)  # warm-up
-        start = time.perf_counter()
-        losses = [trainer.epoch(max_steps=args.max_steps)]
-        epoch_ms = 1000 * (time.perf_counter() - start)
-        if not args.no_embed:
-            embed_start = time.perf_counter()
-            embeddings = trainer.embed()
-            embed_s = time.perf_counter() - embed_start
-    else:
-        result = train_node_model(data, "grace", config, seed=0, progress=rank == 0)
-        losses, epoch_ms, embeddings = result.losses, result.epoch_ms, result.embeddings
+    with meter.phase("train"):
+        if args.max_steps:  # the first steps of an epoch (a step's memory is the same)
+            trainer = MinibatchTrainer(data, "grace", config, seed=0)
+            trainer.epoch(max_steps=2)  # warm-up
+            start = time.perf_counter()
+            losses = [trainer.epoch(max_steps=args.max_steps)]
+            epoch_ms = 1000 * (time.perf_counter() - start)
+            if not args.no_embed:
+                embed_start = time.perf_counter()
+                embeddings = trainer.embed()
+                embed_s = time.perf_counter() - embed_start
+        else:
+            result = train_node_model(data, "grace", config, seed=0, progress=rank == 0)
+            losses, epoch_ms, embeddings = result.losses, result.epoch_ms, result.embeddings
     total_s = time.perf_counter() - start
+    train_peak = meter.close()["train"]["peak_rss_above_import_mb"]
     record = {
         "preset": args.preset,
         "mode": args.mode,
@@ -188,7 +191,7 @@ def run(args) -> dict:
         "generate_s": generated_s,
         "graph_mb": graph_mb,
         "bare_rss_mb": bare,
-        "peak_rss_above_import_mb": peak_rss_mb() - bare,
+        "peak_rss_above_import_mb": train_peak,
         "final_loss": losses[-1],
         "threads": torch.get_num_threads(),
     }
@@ -659,9 +662,17 @@ def table(out: Path) -> None:
             inference_rows,
             notes="One process per row, the two alternating; the best of the rounds. The "
             "layer-wise peak: RSS sampled every 10 ms during the first layer-wise round, "
-            "before any full-graph forward ran, above the bare import; it holds the graph "
-            "(its edges sorted by target, which the sampler reads in place: no CSC copy) and "
-            "the layers' outputs.",
+            "before any full-graph forward ran, above the bare import; it holds the graph, "
+            "the layers' outputs and, where the graph was not sorted by target ("
+            + (
+                ", ".join(
+                    f"{r['encoder']} {r['hidden']}"
+                    for r in records
+                    if r["mode"] == "inference" and not r.get("csc_in_place")
+                )
+                or "no row here"
+            )
+            + "), the sampler's CSC copy.",
             command="python benchmarks/node_large.py inference --preset products "
             "--nodes 500000 --encoder gcn",
         )

@@ -20,8 +20,8 @@ from cl2gnn.graphs import TorchNeighborSampler, neighbor_loader
 def graphs_and_seeds(draw, max_hops=3):
     n = draw(st.integers(1, 25))
     edges = draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=80))
-    if draw(st.booleans()):  # in CSC order: the sampler reads the graph in place
-        edges.sort(key=lambda edge: (edge[1], edge[0]))
+    if draw(st.booleans()):  # in CSC order (sources unsorted): the sampler reads it in place
+        edges.sort(key=lambda edge: edge[1])
     # repeated seeds are each sampled for, as pyg-lib does, and share the first's index
     seeds = draw(
         st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=draw(st.booleans()))
@@ -136,14 +136,30 @@ def test_loader_slices_edge_attributes_by_original_edge_id(by_target):
     if by_target:
         data = data.sort(sort_by_row=False)
     input_nodes = torch.randperm(n, generator=generator)[:23]
+    loader = neighbor_loader(data, [3, 2], input_nodes=input_nodes, batch_size=5, shuffle=True)
+    assert (loader.node_sampler.edge_permutation is None) == by_target
     seen = []
-    for batch in neighbor_loader(data, [3, 2], input_nodes=input_nodes, batch_size=5, shuffle=True):
+    for batch in loader:
         assert torch.equal(batch.n_id[: batch.batch_size], input_nodes[batch.input_id])
         assert torch.equal(batch.x, data.x[batch.n_id])
         assert torch.equal(batch.edge_weight, data.edge_weight[batch.e_id])
         assert torch.equal(data.edge_index[:, batch.e_id], batch.n_id[batch.edge_index])
         seen += batch.n_id[: batch.batch_size].tolist()
     assert sorted(seen) == sorted(input_nodes.tolist())
+
+
+@pytest.mark.parametrize("by_target", [False, True], ids=["unsorted", "sorted-by-target"])
+def test_pyg_loader_told_whether_the_graph_is_sorted(monkeypatch, by_target):
+    """With pyg-lib, PyG's NeighborLoader samples; it reads a sorted graph in place only when
+    told ``is_sorted``, and trusts it."""
+    import cl2gnn.graphs.sampling as sampling
+
+    calls = []
+    monkeypatch.setattr(sampling.torch_geometric.typing, "WITH_PYG_LIB", True)
+    monkeypatch.setattr(sampling, "NeighborLoader", lambda data, **kwargs: calls.append(kwargs))
+    data = Data(edge_index=torch.tensor([[1, 0, 2], [1, 0, 1]]), num_nodes=3)  # targets 1, 0, 1
+    neighbor_loader(data.sort(sort_by_row=False) if by_target else data, [2], batch_size=1)
+    assert calls[0]["is_sorted"] is by_target
 
 
 def test_loader_reproducible_with_a_seed():

@@ -64,7 +64,8 @@ class TorchNeighborSampler(BaseSampler):
             it and would draw the same keys; with ``num_workers > 0`` leave it ``None``
             (the loader seeds every worker's global generator differently).
         share_memory (bool, optional): move the CSC tensors to shared memory, for loaders
-            with worker processes (default: ``False``).
+            with worker processes (default: ``False``); a graph read in place moves its
+            ``edge_index`` there (same values, new storage).
 
     Shapes:
         - **output** of :meth:`sample_from_nodes`: a
