@@ -270,6 +270,7 @@ def end_to_end(args) -> dict:
 def steps(args) -> dict:
     """Contrastive against supervised steps on the same pre-sampled batches."""
     import torch
+    from torch.profiler import ProfilerActivity, profile
 
     from cl2gnn.graphs import neighbor_loader
     from cl2gnn.node.minibatch import MinibatchTrainer, SeedBatches, trimmed
@@ -319,7 +320,16 @@ def steps(args) -> dict:
                 times[name].append(time.perf_counter() - start)
     median = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
     sample = sorted(sample_s[2:])[len(sample_s[2:]) // 2]
+    profiles = {}  # where each kind of step spends its time, on the same timed batches
+    for name, step in (("contrastive", contrastive.step), ("supervised", supervised_step)):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for batch in sampled[2:]:
+                step(batch)
+        events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+        per_step = [(e.key, e.self_cpu_time_total / 1000 / args.steps) for e in events]
+        profiles[name] = per_step[: args.top]
     return {
+        "profile_ms_per_step": profiles,
         "preset": args.preset,
         "mode": "steps",
         "encoder": config.encoder,
@@ -624,6 +634,31 @@ def table(out: Path) -> None:
             command="python benchmarks/node_large.py steps --preset products --steps 20 "
             "--hidden 64 --encoder sage --num-neighbors 10 5",
         )
+    profiled = [r for r in records if r["mode"] == "steps" and "profile_ms_per_step" in r]
+    for r in profiled:
+        ms = {kind: dict(ops) for kind, ops in r["profile_ms_per_step"].items()}
+        names = list(dict.fromkeys([*ms["contrastive"], *ms["supervised"]]))
+        trim = "trimmed" if r["trimmed"] else "untrimmed"
+        save_table(
+            f"node_large_step_profile_{r['preset']}_{trim}",
+            "Scale",
+            f"Where a contrastive and a supervised step spend their time ({r['preset']}, "
+            f"{trim}): torch.profiler's self CPU time, ms per step",
+            ["operator", "contrastive step", "supervised step"],
+            [
+                [name, *(f"{ms[k][name]:.2f}" if name in ms[k] else None for k in ms)]
+                for name in names
+            ],
+            notes="The top operators of each kind of step by self CPU time over the same "
+            f"{r['steps']} batches the steps table times (a dash: not in that step's top). "
+            f"Medians there: contrastive {r['contrastive_ms']:.1f} ms, supervised "
+            f"{r['supervised_ms']:.1f} ms per step (the profiler's own overhead is in these "
+            "totals, not in those).",
+            command=f"python benchmarks/node_large.py steps --preset {r['preset']} --steps "
+            f"{r['steps']} --hidden {r['hidden']} --encoder sage --num-neighbors "
+            + " ".join(map(str, r["num_neighbors"]))
+            + ("" if r["trimmed"] else " --untrimmed"),
+        )
     inference_rows = [
         [
             f"{r['preset']}-density, {r['nodes']:,} nodes, {r['edges']:,} edges",
@@ -698,6 +733,7 @@ def main(argv=None) -> int:
         p.add_argument("--probe-nodes", type=cmdline.positive_int, default=20_000)
         p.add_argument("--nodes", type=cmdline.positive_int, help="at the preset's mean degree")
         p.add_argument("--untrimmed", action="store_true", help="steps: every layer on every node")
+        p.add_argument("--top", type=cmdline.positive_int, default=12, help="steps: operators")
         p.add_argument("--out", type=cmdline.output_file, default="runs/node_large.jsonl")
     p = sub.add_parser("inference")
     p.add_argument("--preset", choices=PRESETS, default="products")
