@@ -655,7 +655,7 @@ def table(out: Path) -> None:
             f"{r['supervised_ms']:.1f} ms per step (the profiler's own overhead is in these "
             "totals, not in those).",
             command=f"python benchmarks/node_large.py steps --preset {r['preset']} --steps "
-            f"{r['steps']} --hidden {r['hidden']} --encoder sage --num-neighbors "
+            f"{r['steps']} --hidden {r['hidden']} --encoder {r['encoder']} --num-neighbors "
             + " ".join(map(str, r["num_neighbors"]))
             + ("" if r["trimmed"] else " --untrimmed"),
         )
