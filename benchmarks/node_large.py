@@ -9,18 +9,19 @@ peak memory is its own; about the graph's own size). Each measurement runs in a 
 process and appends one JSON line to ``--out``; ``table`` turns them into
 ``results/node_large*.json``::
 
-    python benchmarks/node_large.py run --preset arxiv --mode full --epochs 1
-    python benchmarks/node_large.py run --preset arxiv --mode full --num-keys 256 --epochs 20
-    python benchmarks/node_large.py run --preset arxiv --mode minibatch --epochs 3
-    python benchmarks/node_large.py run --preset products --mode minibatch --epochs 1 --hidden 64
+    python benchmarks/node_large.py run --preset products --mode minibatch --max-steps 100 \\
+        --hidden 64 --encoder sage --num-neighbors 10 5
     torchrun --nproc_per_node=2 benchmarks/node_large.py run --preset products \\
-        --mode minibatch --max-steps 100 --hidden 64
+        --mode minibatch --max-steps 100 --hidden 64 --encoder sage --num-neighbors 10 5 --no-embed
+    python benchmarks/node_large.py run --preset arxiv --mode minibatch --epochs 5 --encoder sage
+    python benchmarks/node_large.py run --preset arxiv --mode full --num-keys 256 --epochs 20 \\
+        --encoder sage
     python benchmarks/node_large.py steps --preset products --steps 20 --hidden 64 \\
         --encoder sage --num-neighbors 10 5
     python benchmarks/node_large.py inference --preset products --nodes 500000 --encoder gcn
-    python benchmarks/node_large.py end-to-end --preset products --hidden 64 --encoder sage \
+    python benchmarks/node_large.py end-to-end --preset products --hidden 64 --encoder sage \\
         --num-neighbors 10 5
-    torchrun --nproc_per_node=2 benchmarks/node_large.py end-to-end --preset products \
+    torchrun --nproc_per_node=2 benchmarks/node_large.py end-to-end --preset products \\
         --hidden 64 --encoder sage --num-neighbors 10 5
     python benchmarks/node_large.py table
     python benchmarks/node_large.py cora --seeds 10 --batch-size 512   # -> results/
@@ -486,9 +487,10 @@ def save_node_large(rows: list) -> None:
         ],
         rows,
         notes="Each row one process (or one torchrun group; rank 0's memory) that generated "
-        "the graph itself. Throughput rows (first N steps) report seeds per second over "
-        "those steps. Probe: logistic regression, C on validation nodes, at most "
-        "--probe-nodes nodes per set.",
+        "the graph itself, sorted by target. Peak RSS: training's and the embedding's own, "
+        "sampled every 10 ms, above the bare import. Throughput rows (first N steps) report "
+        "the global batch's seeds per second over those steps (all ranks together). Probe: "
+        "logistic regression, C on validation nodes, at most --probe-nodes nodes per set.",
         command="python benchmarks/node_large.py run ... (one line per row; see the module "
         "docstring), then python benchmarks/node_large.py table",
     )
