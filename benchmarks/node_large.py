@@ -16,8 +16,8 @@ process and appends one JSON line to ``--out``; ``table`` turns them into
     python benchmarks/node_large.py run --preset arxiv --mode minibatch --epochs 5 --encoder sage
     python benchmarks/node_large.py run --preset arxiv --mode full --num-keys 256 --epochs 20 \\
         --encoder sage
-    python benchmarks/node_large.py steps --preset products --steps 20 --hidden 64 \\
-        --encoder sage --num-neighbors 10 5
+    python benchmarks/node_large.py steps --preset products|arxiv --steps 20 --hidden 64 \\
+        --encoder sage --num-neighbors 10 5 [--untrimmed]   # four runs
     python benchmarks/node_large.py inference --preset products --nodes 500000 --encoder gcn
     python benchmarks/node_large.py end-to-end --preset products --hidden 64 --encoder sage \\
         --num-neighbors 10 5
@@ -496,6 +496,40 @@ def save_node_large(rows: list) -> None:
     )
 
 
+def save_step_profile(records: list) -> None:
+    """One table of the profiled steps records: an operator per row, a column per record and
+    kind of step."""
+    from _results import save_table  # benchmarks/_results.py
+
+    def label(r: dict) -> str:
+        return f"{r['preset']}, {'trimmed' if r['trimmed'] else 'untrimmed'}"
+
+    ms = [{kind: dict(ops) for kind, ops in r["profile_ms_per_step"].items()} for r in records]
+    kinds = ("contrastive", "supervised")
+    names = list(dict.fromkeys(name for m in ms for kind in kinds for name in m[kind]))
+    save_table(
+        "node_large_step_profile",
+        "Scale",
+        "Where a contrastive and a supervised step spend their time: torch.profiler's self "
+        "CPU time, ms per step",
+        ["operator"] + [f"{label(r)}: {kind}" for r in records for kind in kinds],
+        [
+            [name]
+            + [f"{m[kind][name]:.2f}" if name in m[kind] else None for m in ms for kind in kinds]
+            for name in names
+        ],
+        notes="The top operators of each kind of step by self CPU time over the same batches "
+        "the steps table times (a dash: not in that step's top). Medians there, contrastive / "
+        "supervised ms per step: "
+        + "; ".join(
+            f"{label(r)} {r['contrastive_ms']:.1f} / {r['supervised_ms']:.1f}" for r in records
+        )
+        + " (the profiler's own overhead is in these totals, not in those).",
+        command="python benchmarks/node_large.py steps --preset products|arxiv --steps 20 "
+        "--hidden 64 --encoder sage --num-neighbors 10 5 [--untrimmed]",
+    )
+
+
 def save_end_to_end(records: list) -> None:
     from _results import save_table  # benchmarks/_results.py
 
@@ -633,34 +667,12 @@ def table(out: Path) -> None:
             ],
             step_rows,
             notes="Medians over the steps, the two kinds alternating on the same batches.",
-            command="python benchmarks/node_large.py steps --preset products --steps 20 "
-            "--hidden 64 --encoder sage --num-neighbors 10 5",
+            command="python benchmarks/node_large.py steps --preset products|arxiv --steps 20 "
+            "--hidden 64 --encoder sage --num-neighbors 10 5 [--untrimmed]",
         )
     profiled = [r for r in records if r["mode"] == "steps" and "profile_ms_per_step" in r]
-    for r in profiled:
-        ms = {kind: dict(ops) for kind, ops in r["profile_ms_per_step"].items()}
-        names = list(dict.fromkeys([*ms["contrastive"], *ms["supervised"]]))
-        trim = "trimmed" if r["trimmed"] else "untrimmed"
-        save_table(
-            f"node_large_step_profile_{r['preset']}_{trim}",
-            "Scale",
-            f"Where a contrastive and a supervised step spend their time ({r['preset']}, "
-            f"{trim}): torch.profiler's self CPU time, ms per step",
-            ["operator", "contrastive step", "supervised step"],
-            [
-                [name, *(f"{ms[k][name]:.2f}" if name in ms[k] else None for k in ms)]
-                for name in names
-            ],
-            notes="The top operators of each kind of step by self CPU time over the same "
-            f"{r['steps']} batches the steps table times (a dash: not in that step's top). "
-            f"Medians there: contrastive {r['contrastive_ms']:.1f} ms, supervised "
-            f"{r['supervised_ms']:.1f} ms per step (the profiler's own overhead is in these "
-            "totals, not in those).",
-            command=f"python benchmarks/node_large.py steps --preset {r['preset']} --steps "
-            f"{r['steps']} --hidden {r['hidden']} --encoder {r['encoder']} --num-neighbors "
-            + " ".join(map(str, r["num_neighbors"]))
-            + ("" if r["trimmed"] else " --untrimmed"),
-        )
+    if profiled:
+        save_step_profile(profiled)
     inference_rows = [
         [
             f"{r['preset']}-density, {r['nodes']:,} nodes, {r['edges']:,} edges",
