@@ -21,7 +21,6 @@ import importlib.util
 import json
 import os
 import re
-import resource
 import socket
 import statistics
 import time
@@ -39,10 +38,6 @@ def _rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _loss_fn(method: str, distributed: bool):
     if method == "lightly":
         from lightly.loss import NTXentLoss
@@ -57,6 +52,8 @@ def _worker(rank, world, port, method, views, dim, repeats, device, queue):
     cmdline.quiet_pyg_warning()  # a spawned process: main() has not run here
     import torch
     import torch.distributed as dist
+
+    from cl2gnn.apps.node import peak_rss_mb
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     cuda = device == "cuda"
@@ -87,7 +84,7 @@ def _worker(rank, world, port, method, views, dim, repeats, device, queue):
         step()
         if i:
             times.append(time.perf_counter() - start)
-    peak = torch.cuda.max_memory_allocated(target) / 2**20 if cuda else _peak_rss_mb()
+    peak = torch.cuda.max_memory_allocated(target) / 2**20 if cuda else peak_rss_mb()
     queue.put((rank, statistics.median(times), peak - baseline))
     if world > 1:
         dist.destroy_process_group()

@@ -496,6 +496,18 @@ def save_node_large(rows: list) -> None:
     )
 
 
+def csc_copy_note(records: list) -> str:
+    """The sentence naming the runs whose graph was not sorted by target (empty if none):
+    their sampler held a CSC copy, which their peak RSS includes."""
+    copied = [r for r in records if not r.get("csc_in_place")]
+    if not copied:
+        return ""
+    return (
+        f" {len(copied)} of the {len(records)} runs sampled a graph not sorted by target; "
+        "their sampler held a CSC copy (its edges and their permutation, 16 bytes per edge)."
+    )
+
+
 def save_step_profile(records: list) -> None:
     """One table of the profiled steps records: an operator per row, a column per record and
     kind of step."""
@@ -533,7 +545,6 @@ def save_step_profile(records: list) -> None:
 def save_end_to_end(records: list) -> None:
     from _results import save_table  # benchmarks/_results.py
 
-    unsorted = [r for r in records if not r.get("csc_in_place")]
     rows = []
     for r in records:
         graph = f"{r['preset']}, {r['nodes']:,} nodes, {r['edges']:,} edges"
@@ -578,14 +589,7 @@ def save_end_to_end(records: list) -> None:
         "torchrun each rank trains on its share of every global batch); embed: layer-wise "
         "inference of every node; probe: logistic regression on rank 0, C on validation "
         "nodes, at most --probe-nodes nodes per set. Peak RSS sampled every 10 ms per "
-        "phase; graph tensors: features and undirected edge index."
-        + (
-            f" {len(unsorted)} of the {len(records)} runs sampled a graph not sorted by target, "
-            "of which the sampler held a CSC copy (its edges and their permutation, 16 bytes "
-            "per edge)."
-            if unsorted
-            else ""
-        ),
+        "phase; graph tensors: features and undirected edge index." + csc_copy_note(records),
         command="python benchmarks/node_large.py end-to-end --preset products --hidden 64 "
         "--encoder sage --num-neighbors 10 5 (and the same under torchrun "
         "--nproc_per_node=2), then python benchmarks/node_large.py table",
@@ -711,17 +715,9 @@ def table(out: Path) -> None:
             inference_rows,
             notes="One process per row, the two alternating; the best of the rounds. The "
             "layer-wise peak: RSS sampled every 10 ms during the first layer-wise round, "
-            "before any full-graph forward ran, above the bare import; it holds the graph, "
-            "the layers' outputs and, where the graph was not sorted by target ("
-            + (
-                ", ".join(
-                    f"{r['encoder']} {r['hidden']}"
-                    for r in records
-                    if r["mode"] == "inference" and not r.get("csc_in_place")
-                )
-                or "no row here"
-            )
-            + "), the sampler's CSC copy.",
+            "before any full-graph forward ran, above the bare import; it holds the graph and "
+            "the layers' outputs."
+            + csc_copy_note([r for r in records if r["mode"] == "inference"]),
             command="python benchmarks/node_large.py inference --preset products "
             "--nodes 500000 --encoder gcn",
         )
