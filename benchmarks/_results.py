@@ -18,6 +18,12 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 TOPICS = ("Operators", "Node classification", "Scale", "Image SSL")
 
 
+def rss_mb() -> float:
+    """This process's current resident memory in MiB (Linux)."""
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def cpu_model() -> str:
     """The CPU's model name and its vector extensions that matter for torch."""
     name, flags = platform.processor() or platform.machine(), set()

@@ -26,16 +26,11 @@ import statistics
 import time
 from datetime import timedelta
 
-from _results import RESULTS_DIR, save_table  # benchmarks/ is the script's folder
+from _results import RESULTS_DIR, rss_mb, save_table  # benchmarks/ is the script's folder
 
 from cl2gnn.apps import cmdline
 
 METHODS = ("gather", "ring", "lightly")
-
-
-def _rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def _loss_fn(method: str, distributed: bool):
@@ -68,7 +63,7 @@ def _worker(rank, world, port, method, views, dim, repeats, device, queue):
     samples = views // (2 * world)
     generator = torch.Generator().manual_seed(rank)
     z1, z2 = (torch.randn(samples, dim, generator=generator).to(target) for _ in range(2))
-    baseline = torch.cuda.memory_allocated(target) / 2**20 if cuda else _rss_mb()
+    baseline = torch.cuda.memory_allocated(target) / 2**20 if cuda else rss_mb()
 
     def step():
         a, b = z1.detach().requires_grad_(), z2.detach().requires_grad_()

@@ -45,22 +45,17 @@ peak RSS, on every rank.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from _results import rss_mb  # benchmarks/ is the script's folder
+
 from cl2gnn.apps import cmdline
 
 PRESETS = ("arxiv", "products")
-
-
-def rss_mb() -> float:
-    """Current resident memory (Linux)."""
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 class PhaseMeter:

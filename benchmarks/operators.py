@@ -48,6 +48,8 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from _results import rss_mb  # benchmarks/ is the script's folder
+
 from cl2gnn import _files
 from cl2gnn.apps import cmdline
 
@@ -69,11 +71,6 @@ TITLES = {  # the results page's title of each benchmark's table (--save)
     "scale": "Exact log-partition at scale on one GPU: Triton against torch tiled",
     "fullgraph": "Full-graph GRACE step on a large graph",
 }
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def grace_chunked_loss(z1: torch.Tensor, z2: torch.Tensor, tau: float, chunk: int = 1024):
