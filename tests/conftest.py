@@ -61,4 +61,4 @@ def node_method(name, num_nodes, hidden, temperature, graph=None, **config):
     from cl2gnn.node import NodeConfig, make_method
 
     settings = NodeConfig(temperature=temperature, hidden=hidden, proj_hidden=hidden, **config)
-    return make_method(name, settings, num_nodes=num_nodes, graph=graph)
+    return make_method(name, settings, dim=hidden, num_nodes=num_nodes, graph=graph)

@@ -13,8 +13,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from cl2gnn.node import NodeConfig, ViewBatch, make_method
-from cl2gnn.node.methods.cca_ssg import cca_ssg_loss
+from cl2gnn.losses import cca_ssg_loss
+from cl2gnn.node import EncoderInput, NodeConfig, ViewBatch, make_method
 
 from .test_node_methods_field import cca_ssg_reference
 
@@ -72,9 +72,12 @@ def _rank_results(rank, world, lam, dead):
     grad1, grad2 = torch.autograd.grad(value, [h1, h2])
     config = NodeConfig(hidden=WIDTH, decorrelation=lam)
     encoder = Linear(weight)
-    method = make_method("cca_ssg", config, num_nodes=7, distributed="gather", encoder=encoder)
+    method = make_method(
+        "cca_ssg", config, dim=WIDTH, num_nodes=7, distributed="gather", encoder=encoder
+    )
     graph = torch.empty(2, 0, dtype=torch.long)
-    batch = ViewBatch(views=[(x1, graph), (x2, graph)], edge_index=graph, num_seeds=len(x1))
+    views = [EncoderInput(x1, graph), EncoderInput(x2, graph)]
+    batch = ViewBatch(views=views, edge_index=graph, num_seeds=len(x1))
     method_value = method(encoder, batch)
     (grad_weight,) = torch.autograd.grad(method_value, [encoder.weight])
     return {

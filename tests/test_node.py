@@ -6,15 +6,16 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch_geometric.utils import dropout_edge, mask_feature
+from torch_geometric.data import Data
+from torch_geometric.utils import mask_feature
 
 from cl2gnn.apps.cli import main
 from cl2gnn.datasets.nodes import feature_knn_dataset
 from cl2gnn.node import (
     METHODS,
+    MaskFeatures,
     SparseFeatures,
     adam_probe_scores,
-    augment,
     default_config,
     load_node_dataset,
     make_split,
@@ -46,7 +47,7 @@ def test_cli_embedded_default_writes_json(tmp_path, capsys):
         "epoch_ms",
     ):
         assert key in result
-    assert result["dataset"] == "digits-knn" and result["seeds"] == 2
+    assert result["dataset"] == "digits-knn" and result["seeds"] == [0, 1]
     assert result["accuracy_mean"] > 80.0  # 10 classes: chance is ~10 %
     assert "digits-knn" in capsys.readouterr().out
 
@@ -130,26 +131,24 @@ def test_gat_encoder_and_bad_names(digits):
 
 @pytest.mark.parametrize("conv", ["gcn", "sage", "gat"])
 def test_sparse_features_equal_the_masked_dense_path(conv):
-    # a fixed sparse X with the column mask moved to the weight and the row mask to the
-    # product: same outputs and gradients as the dense masked X
+    # a fixed sparse X with the column mask moved to the weight: same outputs and gradients
+    # as the dense masked X
     gen = torch.Generator().manual_seed(0)
     x = (torch.rand(30, 40, generator=gen, dtype=torch.float64) < 0.05).double()
     edge_index = torch.randint(0, 30, (2, 90), generator=gen)
     mask = (torch.rand(40, generator=gen) > 0.3).double()
-    rows = (torch.rand(30, generator=gen) > 0.5).double()
-    assert 0 < rows.sum() < 30
     sparse = prepare_features(x)
     assert isinstance(sparse, SparseFeatures) and torch.equal(sparse.to_dense(), x)
-    encoder = GraphEncoder(40, 8, conv=conv).double()
+    encoder = GraphEncoder(40, 8, conv=conv, readout="concat").double()
     graph = encoder.propagation_graph(edge_index, 30)
     if conv != "gat":
         graph = graph.to(torch.float64)
     outputs, grads = [], []
-    masked = sparse.with_column_mask(mask).with_row_mask(rows)
-    assert torch.equal(masked.to_dense(), rows[:, None] * x * mask)
-    for features in (masked, rows[:, None] * x * mask):
+    masked = sparse.with_column_mask(mask)
+    assert torch.equal(masked.to_dense(), x * mask)
+    for features in (masked, x * mask):
         encoder.zero_grad()
-        out = encoder(features, graph, readout="concat")
+        out = encoder.embed(features, graph)
         out.square().sum().backward()
         outputs.append(out)
         grads.append([p.grad.clone() for p in encoder.parameters()])
@@ -176,19 +175,19 @@ def test_column_masked_features_equal_the_masked_copy(conv, trim):
     edge_index = torch.cat([inner, outer], 1)
     mask = (torch.rand(12, generator=gen) > 0.4).double()
     assert 0 < mask.sum() < 12
-    encoder = GraphEncoder(12, 8, conv=conv).double()
+    encoder = GraphEncoder(12, 8, conv=conv, readout="last" if trim else "concat").double()
     graph = encoder.propagation_graph(edge_index, 30)
     if conv != "gat":
         graph = graph.to(torch.float64)
     if trim:
-        graph = trimmed(graph, edge_index, 5)
+        graph = trimmed(graph, edge_index, 5, 2)
         assert graph[0].size(0) == 15
     view = ColumnMasked(x, mask)
     assert torch.equal(view.to_dense(), x * mask)
     outputs, grads = [], []
     for features in (view, x * mask):
         encoder.zero_grad()
-        out = encoder(features, graph, readout="last" if trim else "concat")
+        out = encoder.embed(features, graph)
         out.square().sum().backward()
         outputs.append(out)
         grads.append([p.grad.clone() for p in encoder.parameters()])
@@ -199,40 +198,23 @@ def test_column_masked_features_equal_the_masked_copy(conv, trim):
 
 
 @pytest.mark.parametrize("p", [0.0, 0.3, 1.0])
-def test_augment_masks_dense_columns_as_mask_feature_draws_them(p):
-    # the column mask kept beside X is PyG's mask_feature's, from the same random draw
+def test_mask_features_masks_columns_as_mask_feature_draws_them(p):
+    # the columns the built-in encoder masks on its weight are PyG's mask_feature's, from
+    # the same random draw, and the transform's own output is the masked copy
     x = torch.rand(20, 50) + 0.5
-    edge_index = torch.randint(0, 20, (2, 40))
+    view = MaskFeatures(p)
     torch.manual_seed(3)
-    view, _ = augment(x, edge_index, 0.0, p)
+    keep = view.keep(50)
     drawn_next = torch.rand(3)
     torch.manual_seed(3)
-    dropout_edge(edge_index, p=0.0)
     expected, _ = mask_feature(x, p=p, mode="col")
     assert torch.equal(torch.rand(3), drawn_next)  # as many numbers drawn
-    assert isinstance(view, torch.Tensor) == (p == 0.0)  # p = 0: X itself, nothing drawn
-    assert torch.equal(view if p == 0.0 else view.to_dense(), expected)
-
-
-@pytest.mark.parametrize("sparse", [True, False])
-def test_augment_masks_about_the_asked_fraction_of_nodes(sparse):
-    torch.manual_seed(0)
-    x = (torch.rand(2000, 50) < 0.05).float()
-    x[:, 0] = 1.0  # no all-zero row before masking (density 7 %: kept sparse)
-    features = prepare_features(x) if sparse else x
-    assert isinstance(features, SparseFeatures) == sparse
-    edge_index = torch.randint(0, 2000, (2, 100))
-    view, _ = augment(features, edge_index, 0.0, 0.0, p_node=0.3)
-    dense = view.to_dense() if sparse else view
-    zeroed = (dense.abs().sum(1) == 0).float().mean()
-    assert 0.26 < zeroed < 0.34
-    assert torch.equal(dense[dense.abs().sum(1) > 0], x[dense.abs().sum(1) > 0])
-    view, _ = augment(features, edge_index, 0.0, 0.0)  # default: no node masked
-    assert torch.equal(view.to_dense() if sparse else view, x)
-    with pytest.raises(ValueError, match="node mask"):
-        augment(features, edge_index, 0.0, 0.0, p_node=1.5)
-    with pytest.raises(ValueError, match="feature mask"):
-        augment(features, edge_index, 0.0, -0.1)
+    assert (keep is None) == (p == 0.0)  # p = 0: nothing drawn, nothing masked
+    assert torch.equal(x if keep is None else x * keep, expected)
+    torch.manual_seed(3)
+    assert torch.equal(view(Data(x=x)).x, expected)
+    with pytest.raises(ValueError, match="probability"):
+        MaskFeatures(1.5)
 
 
 def test_concat_embedding_option(digits):
@@ -240,7 +222,7 @@ def test_concat_embedding_option(digits):
     result = train_node_model(digits, "grace", config, progress=False)
     assert result.embeddings.shape == (digits.num_nodes, 3 * config.hidden)
     with pytest.raises(ValueError, match="embedding"):
-        train_node_model(digits, "grace", config.with_overrides(embedding="sum"), progress=False)
+        config.with_overrides(embedding="sum")
 
 
 def test_cli_embedding_and_width_flags(tmp_path):
@@ -256,12 +238,6 @@ def test_cli_embedding_and_width_flags(tmp_path):
     result = json.loads(out.read_text())
     assert result["method"] == "neighbors"
     assert result["config"]["neighbor_weight"] == 0.5 and result["config"]["normalize_features"]
-    assert result["config"]["swa_start"] is None
-    assert main([*args, "--swa-start", "2", "--no-progress"]) == 0
-    assert json.loads(out.read_text())["config"]["swa_start"] == 2
-    assert result["config"]["mask_nodes"] == [0.0, 0.0]
-    assert main([*args, "--mask-nodes", "0.5", "0.25", "--no-progress"]) == 0
-    assert json.loads(out.read_text())["config"]["mask_nodes"] == [0.5, 0.25]
     args[args.index("neighbors")] = "homophily"
     assert main([*args, "--clusters", "4", "--no-progress"]) == 0
     result = json.loads(out.read_text())
@@ -430,22 +406,6 @@ def test_snapshots_leave_the_run_unchanged(digits):
     assert not torch.equal(sparse.snapshots[4], plain.embeddings)
     with pytest.raises(ValueError, match="snapshot_every"):
         train_node_model(digits, "grace", config, progress=False, snapshot_every=-1)
-
-
-def test_weight_averaging_changes_only_the_embeddings(digits):
-    config = default_config("digits-knn").with_overrides(epochs=6)
-    plain = train_node_model(digits, "grace", config, seed=2, progress=False)
-    last_only = config.with_overrides(swa_start=6)  # the mean of one set of weights
-    same = train_node_model(digits, "grace", last_only, seed=2, progress=False)
-    assert same.losses == plain.losses and torch.allclose(same.embeddings, plain.embeddings)
-    averaged = train_node_model(
-        digits, "grace", config.with_overrides(swa_start=3), seed=2, progress=False
-    )
-    assert averaged.losses == plain.losses
-    assert not torch.allclose(averaged.embeddings, plain.embeddings, atol=1e-4)
-    for bad in (0, 7, 2.5, True):
-        with pytest.raises(ValueError, match="swa_start"):
-            train_node_model(digits, "grace", config.with_overrides(swa_start=bad), progress=False)
 
 
 def test_sampled_keys_repeat_and_reduce_to_the_exact_loss(digits, tmp_path):

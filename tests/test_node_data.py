@@ -200,7 +200,7 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
     assert result["method"] == method == UNPUBLISHED_METHOD
     config = default_config(data.name).with_overrides(**size, epochs=2)
     for seed, score in enumerate(result["scores"]):
-        embeddings = train_node_model(data, method, config, seed, progress=False).embeddings
+        embeddings = train_node_model(data, method, config, seed=seed, progress=False).embeddings
         split = make_split("splits", data, seed)
         expected, _ = reference_probe(embeddings.double().numpy(), data.y.numpy(), split, "roc_auc")
         assert score == pytest.approx(expected, abs=1e-6)
@@ -210,7 +210,7 @@ def test_run_node_on_splits_with_baselines(tmp_path):
     path = write(tmp_path / "g.npz", graph_arrays(n=120, splits=3))
     train = {"hidden": 8, "learning_rate": 0.05}  # a short run that moves the encoder
     (result,) = run_node(path, epochs=10, baselines=True, progress=False, **train)
-    assert result["seeds"] == 3 and result["protocol"] == "splits"
+    assert result["seeds"] == [0, 1, 2] and result["protocol"] == "splits"
     assert result["metric"] == "accuracy" and result["accuracy_mean"] == result["score_mean"]
     data = load_node_dataset(path)
     base = result["baselines"]
@@ -227,7 +227,7 @@ def test_run_node_on_splits_with_baselines(tmp_path):
     config = default_config(data.name).with_overrides(**size, epochs=0, learning_rate=0.05)
     method = default_method(data.name)
     untrained = [
-        probe(train_node_model(data, method, config, s, progress=False).embeddings, s)["test"]
+        probe(train_node_model(data, method, config, seed=s, progress=False).embeddings, s)["test"]
         for s in range(3)
     ]
     assert untrained != result["scores"]  # the trained encoder scores otherwise
@@ -239,9 +239,13 @@ def test_run_node_on_splits_with_baselines(tmp_path):
 def test_untrained_encoder_is_the_seeded_initialisation(tmp_path):
     data = load_node_dataset(write(tmp_path / "g.npz", graph_arrays()))
     config = NodeConfig(hidden=8, proj_hidden=8)
-    untrained = train_node_model(data, "grace", config.with_overrides(epochs=0), 1, progress=False)
-    trained = train_node_model(data, "grace", config.with_overrides(epochs=3), 1, progress=False)
-    again = train_node_model(data, "grace", config.with_overrides(epochs=0), 1, progress=False)
+    untrained = train_node_model(
+        data, "grace", config.with_overrides(epochs=0), seed=1, progress=False
+    )
+    trained = train_node_model(
+        data, "grace", config.with_overrides(epochs=3), seed=1, progress=False
+    )
+    again = train_node_model(data, "grace", config.with_overrides(epochs=0), seed=1, progress=False)
     assert untrained.losses == [] and torch.equal(untrained.embeddings, again.embeddings)
     assert not torch.allclose(untrained.embeddings, trained.embeddings)
 
@@ -252,7 +256,7 @@ def test_cli_runs_a_user_file_with_baselines(tmp_path, capsys):
     args = ["node", "--dataset", path, "--epochs", "2", "--hidden", "8", "--baselines"]
     assert main([*args, "--json", str(out), "--no-progress"]) == 0
     result = json.loads(out.read_text())
-    assert result["protocol"] == "splits" and result["seeds"] == 2
+    assert result["protocol"] == "splits" and result["seeds"] == [0, 1]
     assert result["metric"] == "accuracy" and "score_mean" in result
     assert set(result["baselines"]) == {
         "raw features",

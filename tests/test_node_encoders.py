@@ -27,9 +27,9 @@ def test_sage_encoder_is_self_weights_plus_the_neighbours_mean():
     edge_index = torch.tensor(edges).t()
     encoder = GraphEncoder(5, 3, conv="sage").double()
     graph = encoder.propagation_graph(edge_index, n).to(torch.float64)
-    out = encoder(x, graph)
+    out = encoder.encode(x, graph)
     h = x
-    for conv in (encoder.conv1, encoder.conv2):
+    for conv in encoder.convs:
         h = torch.relu(
             sage_layer_reference(h, edges, conv.lin_r.weight, conv.lin_l.weight, conv.lin_l.bias)
         )
@@ -44,8 +44,12 @@ def test_layers_readout_is_every_layer_unit_normalised(conv):
     edge_index = torch.randint(0, 20, (2, 60), generator=gen)
     encoder = GraphEncoder(6, 4, conv=conv).double()
     graph = encoder.propagation_graph(edge_index, 20).to(torch.float64)
-    layers = encoder(x, graph, readout="layers")
-    first_and_last = encoder(x, graph, readout="concat")
+
+    def read(readout):
+        encoder.readout = readout
+        return encoder.embed(x, graph)
+
+    layers, first_and_last = read("layers"), read("concat")
     assert layers.shape == (20, 6 + 3 * 4)
     blocks = [layers[:, :6], layers[:, 6:14], layers[:, 14:]]
     expected = [x, first_and_last[:, :8], first_and_last[:, 8:]]
@@ -53,6 +57,6 @@ def test_layers_readout_is_every_layer_unit_normalised(conv):
         nonzero = raw.norm(dim=1) > 0  # a ReLU layer may be all zero on a node
         assert torch.allclose(block[nonzero], raw[nonzero] / raw[nonzero].norm(dim=1, keepdim=True))
         assert torch.equal(block[~nonzero], raw[~nonzero])
-    assert torch.equal(encoder(x, graph, readout="last"), first_and_last[:, 8:])
+    assert torch.equal(read("last"), first_and_last[:, 8:])
     with pytest.raises(ValueError, match="readout"):
-        encoder(x, graph, readout="sum")
+        GraphEncoder(6, 4, conv=conv, readout="sum")

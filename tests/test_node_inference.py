@@ -51,14 +51,14 @@ def test_layerwise_inference_equals_the_full_graph_forward(name, readout, sparse
     data = edge_case_graph(sparse)
     kwargs = ENCODERS[name]
     # hidden 16 widens the 24 dense features (propagated first), 200 sparse ones narrow
-    encoder = GraphEncoder(data.x.size(1), 16, "prelu", **kwargs).eval()
+    encoder = GraphEncoder(data.x.size(1), 16, "prelu", readout=readout, **kwargs).eval()
     if kwargs.get("batch_norm"):  # statistics of their own, not the identity's
-        for norm in (encoder.norm1, encoder.norm2):
+        for norm in encoder.norms:
             norm.running_mean.uniform_(-1, 1)
             norm.running_var.uniform_(0.5, 2)
     with torch.no_grad():
         graph = encoder.propagation_graph(data.edge_index, data.num_nodes)
-        full = encoder(prepare_features(data.x), graph, readout=readout)
+        full = encoder.embed(prepare_features(data.x), graph)
     sampler = full_neighbourhood(TorchNeighborSampler(data, [3, 2]))
     degree = encoder.degree(data.edge_index, data.num_nodes)
     out = layerwise_embeddings(encoder, data.x, sampler, degree, 9, readout)

@@ -8,11 +8,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from cl2gnn.node import REGISTRY, NodeConfig, ViewBatch, make_method, train_node_model
+from cl2gnn.losses import bootstrap_loss, cca_ssg_loss, graphacl_loss
+from cl2gnn.node import (
+    REGISTRY,
+    EncoderInput,
+    NodeConfig,
+    ViewBatch,
+    make_method,
+    train_node_model,
+)
 from cl2gnn.node.methods import ContrastiveMethod
-from cl2gnn.node.methods.bgrl import bootstrap_loss
-from cl2gnn.node.methods.cca_ssg import cca_ssg_loss
-from cl2gnn.node.methods.graphacl import graphacl_loss, sample_neighbours
+from cl2gnn.node.methods.graphacl import sample_neighbours
 from cl2gnn.node.methods.target import TargetEncoder
 from cl2gnn.node.models import GraphEncoder
 
@@ -137,9 +143,12 @@ def small_graph():
 
 
 def encoder_and_batch(config, seed=0):
+    """An encoder of ``config`` and two views that differ in features and in edges, so that
+    nothing (batch norm included) makes their outputs equal."""
     torch.manual_seed(seed)
     edge_index = small_graph()
     x = randn(6, 4, seed=seed + 10).float()
+    other = randn(6, 4, seed=seed + 11).float()
     encoder = GraphEncoder(
         4,
         config.hidden,
@@ -148,25 +157,33 @@ def encoder_and_batch(config, seed=0):
         batch_norm=config.batch_norm,
         self_loops=config.self_loops,
     )
-    graph = encoder.propagation_graph(edge_index, 6)
-    return encoder, ViewBatch([(x, graph), (x * 0.5, graph)], edge_index, 6)
+    views = [
+        EncoderInput(x, encoder.propagation_graph(edge_index, 6), prepared=True),
+        EncoderInput(other, encoder.propagation_graph(edge_index[:, 2:], 6), prepared=True),
+    ]
+    return encoder, ViewBatch(views, edge_index, 6)
 
 
-def test_bgrl_aligns_its_predictions_with_the_targets_outputs():
+def test_bgrl_aligns_each_prediction_with_the_other_views_target():
     config = NodeConfig(hidden=8, batch_norm=True, activation="prelu", predictor_hidden=16)
     encoder, batch = encoder_and_batch(config)
-    method = make_method("bgrl", config, num_nodes=6, encoder=encoder)
+    method = make_method("bgrl", config, dim=8, num_nodes=6, encoder=encoder)
     loss = method(encoder, batch)
-    h = [encoder(x, g) for x, g in batch.views]
+    h = [view(encoder) for view in batch.views]
     with torch.no_grad():
-        t = [method.target.encoder(x, g) for x, g in batch.views]
-    expected = bootstrap_loss(method.predictor(h[0]), method.predictor(h[1]), t[0], t[1])
-    assert torch.allclose(loss, expected)
+        t = [view(method.target.encoder) for view in batch.views]
+    p = [method.predictor(v) for v in h]
+    assert not torch.allclose(t[0], t[1], atol=1e-3)  # the pairing below is observable
+    expected = bootstrap_reference(p[0], p[1], t[0], t[1])
+    assert torch.allclose(loss, expected, atol=1e-6)
+    same_view = bootstrap_reference(p[0], p[1], t[1], t[0])  # each with its own target
+    assert not torch.allclose(loss, same_view, atol=1e-3)
     # the target is a constant: outside the optimiser, its outputs without a graph
     assert not any(p.requires_grad for p in method.target.parameters())
     assert not any(t.requires_grad for t in method.target(batch))
     # BGRL's target starts from other weights than the online encoder (the authors' code)
-    assert not torch.equal(method.target.encoder.conv1.lin.weight, encoder.conv1.lin.weight)
+    online, target = encoder.convs[0].lin.weight, method.target.encoder.convs[0].lin.weight
+    assert not torch.equal(target, online)
 
 
 @pytest.mark.parametrize("cosine", [False, True])
@@ -190,8 +207,8 @@ def test_target_moves_by_the_moving_average(cosine):
 def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
     config = NodeConfig(hidden=3, first_hidden=5, decorrelation=0.2)
     encoder, batch = encoder_and_batch(config)
-    method = make_method("cca_ssg", config, num_nodes=6, encoder=encoder)
-    h = [encoder(x, g) for x, g in batch.views]
+    method = make_method("cca_ssg", config, dim=3, num_nodes=6, encoder=encoder)
+    h = [view(encoder) for view in batch.views]
     assert torch.allclose(method(encoder, batch), cca_ssg_loss(h[0], h[1], 0.2))
 
 
@@ -199,11 +216,15 @@ def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
 def test_graphacl_dense_form_uses_every_neighbour_and_node(self_loops):
     config = NodeConfig(hidden=4, num_samples=None, temperature=0.7, self_loops=self_loops)
     encoder, batch = encoder_and_batch(config)
-    method = make_method("graphacl", config, num_nodes=6, encoder=encoder)
+    method = make_method("graphacl", config, dim=4, num_nodes=6, encoder=encoder)
+    with torch.no_grad():  # the target apart from the online encoder, as after training
+        for parameter in method.target.encoder.parameters():
+            parameter.add_(0.3 * torch.randn_like(parameter))
     loss = method(encoder, batch)
-    h = encoder(*batch.views[0])
+    h = batch.views[0](encoder)
     with torch.no_grad():
-        u = method.target.encoder(*batch.views[0])
+        u = batch.views[0](method.target.encoder)
+    assert not torch.allclose(h, u, atol=1e-3)  # online and target outputs differ
     edges = small_graph()
     edges = edges[:, edges[0] != edges[1]]
     if self_loops:  # every node its own neighbour once
@@ -218,6 +239,12 @@ def test_graphacl_dense_form_uses_every_neighbour_and_node(self_loops):
         0.7,
     )
     assert torch.allclose(loss, expected, atol=1e-6)
+    # and the gradients: the predictor reads the online encoder, the target none
+    params = [p for p in encoder.parameters()] + list(method.predictor.parameters())
+    got = torch.autograd.grad(loss, params)
+    want = torch.autograd.grad(expected, params)
+    for a, b in zip(got, want, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
 
 
 def test_sample_neighbours_draws_without_replacement_and_pads_short_nodes():

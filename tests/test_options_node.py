@@ -1,22 +1,20 @@
 """The node command's options take effect, each in the way it says, and change nothing at
-their neutral value: ``--mask-nodes`` zeroes that fraction of each view's feature rows,
-``--swa-start`` embeds with the mean of the encoder's weights from that epoch on,
-``--neighbor-weight`` weights the graph-neighbour positives, ``--clusters`` sets the
-k-means that selects them (``homophily``)."""
+their neutral value: ``--drop-edge`` / ``--drop-feature`` drop that fraction of each view's
+edges and feature columns, ``--neighbor-weight`` weights the graph-neighbour positives,
+``--clusters`` sets the k-means that selects them (``homophily``), ``--lr``,
+``--weight-decay``, ``--temperature`` and ``--layers`` reach the optimiser, the loss and the
+encoder."""
 
 import json
-from dataclasses import replace
 
 import pytest
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from cl2gnn.apps.cli import main
 from cl2gnn.node import default_config, train_node_model
 from cl2gnn.node import fit as node_fit
 from cl2gnn.node import fullbatch as node_fullbatch
 from cl2gnn.node import trainer as node_trainer
-from cl2gnn.node.features import prepare_features
 from cl2gnn.node.methods import contrastive as node_methods
 
 from . import reference as ref
@@ -30,70 +28,38 @@ def train(data, config):
 
 
 def spy_views(monkeypatch):
-    """Record the feature matrix of every view the trainer draws (view 0, 1, 0, 1, ...)."""
+    """Record, for every view the trainer draws (view 0, 1, 0, 1, ...), the fraction of the
+    graph's edges it keeps and of the feature columns it keeps."""
     views = []
 
-    def augment(*args, **kwargs):
-        x, edge_index = real(*args, **kwargs)
-        views.append(x.to_dense() if hasattr(x, "to_dense") else x)
-        return x, edge_index
+    def augment(view, data):
+        out, keep = real(view, data)
+        columns = 1.0 if keep is None else float(keep.float().mean())
+        views.append((out.edge_index.size(1) / data.edge_index.size(1), columns))
+        return out, keep
 
-    real = node_fullbatch.augment
-    monkeypatch.setattr(node_fullbatch, "augment", augment)
+    real = node_trainer.augment_with_column_mask
+    monkeypatch.setattr(node_trainer, "augment_with_column_mask", augment)
     return views
 
 
-def zero_row_fraction(x):
-    return float((x == 0).all(dim=1).double().mean())
-
-
-def test_mask_nodes_zeroes_that_fraction_of_each_views_rows(digits, monkeypatch):
+def test_drop_rates_drop_that_fraction_of_each_views_edges_and_columns(digits, monkeypatch):
     views = spy_views(monkeypatch)
-    masked = train(digits, CONFIG.with_overrides(mask_nodes=(0.5, 0.2)))
-    assert len(views) == 2 * CONFIG.epochs
-    for view, p in ((0, 0.5), (1, 0.2)):  # 1,797 rows: a binomial fraction's sd is 1.2 %
-        assert all(abs(zero_row_fraction(x) - p) < 0.05 for x in views[view::2])
+    config = CONFIG.with_overrides(epochs=6, drop_edge=(0.5, 0.1), drop_feature=(0.5, 0.0))
+    dropped = train(digits, config)
+    assert len(views) == 2 * config.epochs
+    # 15k edges: a binomial fraction's sd is 0.4 %; 64 columns over 6 draws: about 2.6 %
+    for view, (p_edge, p_feature) in enumerate(
+        zip(config.drop_edge, config.drop_feature, strict=True)
+    ):
+        edges = [e for e, _ in views[view::2]]
+        columns = [c for _, c in views[view::2]]
+        assert all(abs(e - (1 - p_edge)) < 0.02 for e in edges)
+        assert abs(sum(columns) / len(columns) - (1 - p_feature)) < 0.1
     views.clear()
-    neutral = train(digits, CONFIG.with_overrides(mask_nodes=(0.0, 0.0)))  # the default
-    assert all(zero_row_fraction(x) == 0 for x in views)  # no digit image is blank
-    assert masked.losses != neutral.losses
-
-
-def test_swa_start_embeds_with_the_mean_of_the_weights_from_that_epoch_on(digits, monkeypatch):
-    encoders, weights = [], []  # the trained encoder; its weights after every step
-
-    class RecordedEncoder(node_trainer.GraphEncoder):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            encoders.append(self)
-
-    def record(optimizer, args, kwargs):
-        weights.append({k: v.detach().clone() for k, v in encoders[0].state_dict().items()})
-
-    monkeypatch.setattr(node_trainer, "GraphEncoder", RecordedEncoder)
-    hook = register_optimizer_step_post_hook(record)
-    try:
-        # large steps, so that the mean weights embed visibly apart from the last ones
-        config = CONFIG.with_overrides(epochs=3, swa_start=2, learning_rate=0.05)
-        averaged = train(digits, config)
-    finally:
-        hook.remove()
-    assert len(encoders) == 1 and len(weights) == 3
-    encoder = encoders[0]
-    encoder.load_state_dict(
-        {k: torch.stack([w[k] for w in weights[1:]]).mean(0) for k in weights[0]}
-    )
-    encoder.eval()
-    with torch.no_grad():
-        graph = encoder.propagation_graph(digits.edge_index, digits.num_nodes)
-        expected = encoder(prepare_features(digits.x), graph, readout=config.embedding)
-    assert torch.allclose(averaged.embeddings, expected, atol=1e-5)
-    # training itself is unchanged; without averaging the last weights embed (swa_start
-    # equal to the epochs, the mean of the last weights alone, is test_node.py's)
-    # (dataclasses.replace: with_overrides reads None as "not given" and would keep 2)
-    plain = train(digits, replace(config, swa_start=None))
-    assert plain.losses == averaged.losses
-    assert float((averaged.embeddings - plain.embeddings).abs().max()) > 1e-2
+    neutral = train(digits, CONFIG.with_overrides(drop_edge=0.0, drop_feature=0.0))
+    assert all(view == (1.0, 1.0) for view in views)
+    assert dropped.losses[:2] != neutral.losses
 
 
 # a small graph for the objectives: two groups of three nodes, edges inside and across them
@@ -165,7 +131,7 @@ def test_clusters_select_the_neighbour_positives():
 def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
     """The flags of ``cl2gnn node`` drive the training run, not only its JSON."""
     views = spy_views(monkeypatch)
-    objectives, clusterings, averaging = [], [], []
+    objectives, clusterings, trainers = [], [], []
 
     def make_method(*args, **kwargs):
         objectives.append(real_make_method(*args, **kwargs))
@@ -176,26 +142,35 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
         clusterings.append((clusters, len(labels.unique())))
         return labels
 
-    class RecordedAverage(node_fit.AveragedModel):
-        def update_parameters(self, model):
-            averaging.append(model)
-            super().update_parameters(model)
+    class RecordedTrainer(node_fullbatch.FullBatchTrainer):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            trainers.append(self)
 
     real_labels, real_make_method = node_methods.cluster_labels, node_trainer.make_method
     monkeypatch.setattr(node_trainer, "make_method", make_method)
     monkeypatch.setattr(node_methods, "cluster_labels", cluster_labels)
-    monkeypatch.setattr(node_fit, "AveragedModel", RecordedAverage)
+    monkeypatch.setattr(node_fit, "FullBatchTrainer", RecordedTrainer)
     args = ["node", "--method", "homophily", "--seeds", "1", "--epochs", "3", "--no-progress"]
-    args += ["--mask-nodes", "0.5", "0.2", "--swa-start", "2", "--neighbor-weight", "0.5"]
-    args += ["--clusters", "3", "--json", str(tmp_path / "r.json")]
+    args += ["--drop-edge", "0.5", "0.25", "--drop-feature", "0", "--neighbor-weight", "0.5"]
+    args += ["--clusters", "3", "--lr", "0.02", "--weight-decay", "0.001"]
+    args += ["--temperature", "0.7", "--layers", "3", "--json", str(tmp_path / "r.json")]
     assert main(args) == 0
-    assert json.loads((tmp_path / "r.json").read_text())["method"] == "homophily"
-    for view, p in ((0, 0.5), (1, 0.2)):
-        assert all(abs(zero_row_fraction(x) - p) < 0.05 for x in views[view::2])
-    assert len(averaging) == 2  # epochs 2 and 3
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["method"] == "homophily"
+    assert result["config"]["drop_edge"] == [0.5, 0.25] and result["config"]["layers"] == 3
+    for view, p in ((0, 0.5), (1, 0.25)):
+        assert all(
+            abs(edges - (1 - p)) < 0.03 and columns == 1.0 for edges, columns in views[view::2]
+        )
     assert clusterings and all(c == 3 and found <= 3 for c, found in clusterings)
-    # the objective the run trained is the homophily loss with neighbour weight 0.5
+    (trainer,) = trainers
+    group = trainer.optimizer.param_groups[0]
+    assert group["lr"] == 0.02 and group["weight_decay"] == 0.001
+    assert trainer.encoder.num_layers == 3
+    # the objective the run trained is the homophily loss with neighbour weight 0.5, τ 0.7
     (trained,) = objectives
+    assert trained.temperature == 0.7
     n, dim = digits.num_nodes, 8
     z1, z2, h = (torch.randn(n, dim) for _ in range(3))
 
@@ -204,8 +179,6 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
         return objective.objective(z1, z2, h, h)
 
     graph = digits.edge_index
-    same = node_method(
-        "homophily", n, dim, CONFIG.temperature, graph, neighbor_weight=0.5, clusters=3
-    )
-    default = node_method("homophily", n, dim, CONFIG.temperature, graph, clusters=3)
+    same = node_method("homophily", n, dim, 0.7, graph, neighbor_weight=0.5, clusters=3)
+    default = node_method("homophily", n, dim, 0.7, graph, clusters=3)
     assert torch.equal(value(trained), value(same)) and value(trained) != value(default)

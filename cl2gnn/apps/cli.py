@@ -58,37 +58,78 @@ def _verify(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+# cl2gnn node's options that set a NodeConfig field: option dest -> (field, how the text
+# is read); the field's own check (cl2gnn.node.config) decides what is allowed
+NODE_FIELDS = {
+    "lr": ("learning_rate", float),
+    "weight_decay": ("weight_decay", float),
+    "temperature": ("temperature", float),
+    "epochs": ("epochs", int),
+    "layers": ("layers", int),
+    "hidden": ("hidden", int),
+    "neighbor_weight": ("neighbor_weight", float),
+    "clusters": ("clusters", int),
+    "num_keys": ("num_keys", int),
+    "batch_size": ("batch_size", int),
+}
+VIEW_FIELDS = {"drop_edge": "--drop-edge", "drop_feature": "--drop-feature"}
+
+
 def _node(args: argparse.Namespace) -> int:
     from .node import format_table, run_node
 
+    fields = {NODE_FIELDS[dest][0]: getattr(args, dest) for dest in NODE_FIELDS}
+    fields |= {name: getattr(args, name) for name in VIEW_FIELDS}
+    fields |= {
+        "encoder": args.encoder,
+        "embedding": args.embedding,
+        "normalize_features": args.normalize_features,
+        "num_neighbors": args.num_neighbors,
+        "distributed": args.distributed,
+    }
     results = run_node(
         args.dataset,
         args.method,
         (args.protocol,) if args.protocol else None,
         args.seeds,
-        args.epochs,
         args.root,
         args.device,
         progress=not args.no_progress,
-        encoder=args.encoder,
-        embedding=args.embedding,
-        hidden=args.hidden,
         baselines=args.baselines,
-        neighbor_weight=args.neighbor_weight,
-        clusters=args.clusters,
-        normalize_features=args.normalize_features,
-        num_keys=args.num_keys,
-        swa_start=args.swa_start,
-        mask_nodes=tuple(args.mask_nodes) if args.mask_nodes else None,
-        batch_size=args.batch_size,
-        num_neighbors=tuple(args.num_neighbors) if args.num_neighbors else None,
-        distributed=args.distributed,
+        first_seed=args.seed,
         probe_timeout=args.probe_timeout,
+        config=args.config,
+        save=args.save,
+        **fields,
     )
     if results:  # under torchrun, rank 0 alone reports
         print(format_table(results))
         if args.json:
             _files.write_text_atomic(args.json, json.dumps(results[0], indent=2))
+        if args.save:
+            _files.write_text_atomic(Path(args.save) / "result.json", json.dumps(results, indent=2))
+    return 0
+
+
+def _embed(args: argparse.Namespace) -> int:
+    import torch
+
+    from cl2gnn.datasets import load_node_dataset
+    from cl2gnn.node import load_encoder
+
+    encoder = load_encoder(args.checkpoint, args.device)
+    data = load_node_dataset(args.dataset, args.root)
+    width = encoder.widths[0]
+    if data.num_features != width:
+        raise ValueError(
+            f"{data.name} has {data.num_features} features per node, the encoder in "
+            f"{args.checkpoint} reads {width}"
+        )
+    with torch.no_grad():
+        out = encoder(data.x.to(args.device), data.edge_index.to(args.device)).cpu()
+    with _files.atomic_path(args.out) as path:
+        torch.save(out, path)
+    print(f"{args.out}: embeddings of {data.name}, {out.size(0):,} nodes x {out.size(1)}")
     return 0
 
 
@@ -102,6 +143,21 @@ def fan_out(text: str) -> int:
 
 def _check_node(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The option combinations no single option's type sees."""
+    for name, option in VIEW_FIELDS.items():
+        value = getattr(args, name)
+        if value is not None:  # each read as a field, (p, p): one per view
+            value = [p for p, _ in value]
+            if len(value) > 2:
+                parser.error(f"{option} takes one probability (both views) or two, got {value}")
+            setattr(args, name, tuple(value) if len(value) == 2 else value[0])
+    if args.num_neighbors is not None:  # the configurations are all of NodeConfig's depth
+        from cl2gnn.node.config import NodeConfig
+
+        layers = args.layers or (args.config or {}).get("layers") or NodeConfig.layers
+        if len(args.num_neighbors) != layers:
+            parser.error(
+                f"--num-neighbors needs one fan-out per layer ({layers}), got {args.num_neighbors}"
+            )
     if args.batch_size is None:
         for option, value in (
             ("--num-neighbors", args.num_neighbors),
@@ -211,12 +267,48 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument(
         "--seeds",
         type=cmdline.positive_int,
-        help="default: one per shipped split under the splits protocol, else 10",
+        help="how many seeds, from --seed on (default: one per shipped split under the splits "
+        "protocol, else 10)",
     )
-    node.add_argument("--epochs", type=cmdline.positive_int, help="override the dataset's default")
-    node.add_argument("--encoder", choices=ENCODERS, help="default: the dataset's")
     node.add_argument(
-        "--hidden", type=cmdline.positive_int, help="encoder output width (default: the dataset's)"
+        "--seed",
+        type=cmdline.seed,
+        default=0,
+        help="the first seed: the run trains seeds SEED … SEED + SEEDS - 1 (default: 0)",
+    )
+    node.add_argument(
+        "--config",
+        type=cmdline.config_file,
+        metavar="FILE",
+        help="a JSON or YAML file of NodeConfig fields, over the dataset's configuration "
+        "(the options below override it)",
+    )
+
+    def field(dest: str) -> dict:
+        name, parse = NODE_FIELDS[dest]
+        return {"type": cmdline.config_field(name, parse), "dest": dest}
+
+    node.add_argument("--epochs", **field("epochs"), help="override the dataset's default")
+    node.add_argument("--lr", **field("lr"), help="learning rate (default: the dataset's)")
+    node.add_argument("--weight-decay", **field("weight_decay"), help="default: the dataset's")
+    node.add_argument(
+        "--temperature",
+        **field("temperature"),
+        help="the losses' temperature (default: the dataset's)",
+    )
+    for name, option in VIEW_FIELDS.items():
+        what = "dropping an edge" if name == "drop_edge" else "masking a feature column"
+        node.add_argument(
+            option,
+            type=cmdline.config_field(name, float),
+            nargs="+",
+            metavar="P",
+            help=f"the probability of {what}: P for both views, or P1 P2 (default: the dataset's)",
+        )
+    node.add_argument("--encoder", choices=ENCODERS, help="default: the dataset's")
+    node.add_argument("--layers", **field("layers"), help="graph convolutions (default: 2)")
+    node.add_argument(
+        "--hidden", **field("hidden"), help="encoder output width (default: the dataset's)"
     )
     node.add_argument(
         "--embedding",
@@ -233,13 +325,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--neighbor-weight",
-        type=cmdline.positive_float,
+        **field("neighbor_weight"),
         help="weight of graph-neighbour positives, methods 'neighbors' and 'homophily' "
         "(default: 1)",
     )
     node.add_argument(
         "--clusters",
-        type=cmdline.positive_int,
+        **field("clusters"),
         help="k-means centroids that decide which neighbours stay positive, method "
         "'homophily' (default: 10)",
     )
@@ -258,37 +350,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--num-keys",
-        type=cmdline.positive_int,
+        **field("num_keys"),
         help="InfoNCE's uniformity term over this many views drawn per step "
         "(faster, approximate; default: the dataset's)",
     )
     node.add_argument(
-        "--swa-start",
-        type=cmdline.positive_int,
-        help="embed with the running mean of the encoder's weights from this epoch on "
-        "(stochastic weight averaging; default: the last weights)",
-    )
-    node.add_argument(
-        "--mask-nodes",
-        type=cmdline.probability,
-        nargs=2,
-        metavar=("P1", "P2"),
-        help="fraction of the nodes whose whole feature row each view zeroes "
-        "(GraphMAE's masking, contrasted; default: 0 0)",
-    )
-    node.add_argument(
         "--batch-size",
-        type=cmdline.positive_int,
+        **field("batch_size"),
         help="train on mini-batches of this many seed nodes (over all processes under "
         "torchrun) and their sampled neighbourhoods; default: the whole graph per step",
     )
     node.add_argument(
         "--num-neighbors",
         type=fan_out,
-        nargs=2,
-        metavar=("K1", "K2"),
-        help="with --batch-size: in-neighbours sampled per node at each hop, -1 for all "
-        "(default: 10 10)",
+        nargs="+",
+        metavar="K",
+        help="with --batch-size: in-neighbours sampled per node at each hop, one per layer, "
+        "-1 for all (default: 10 per layer)",
     )
     node.add_argument(
         "--distributed",
@@ -305,8 +383,36 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument("--device", type=cmdline.device, default="cpu")
     node.add_argument("--json", type=cmdline.output_file, help="write the result to this JSON file")
+    node.add_argument(
+        "--save",
+        type=cmdline.output_dir,
+        metavar="DIR",
+        help="write each seed's trained encoder, embeddings and losses to DIR/seed_<k>/ "
+        "(encoder.pt, embeddings.pt, losses.csv, losses.png) and the result to "
+        "DIR/result.json",
+    )
     node.add_argument("--no-progress", action="store_true")
     node.set_defaults(func=_node, check=_check_node)
+
+    embed = sub.add_parser(
+        "embed",
+        help="embed a graph with an encoder saved by cl2gnn node --save",
+        description="Write the embeddings of a graph, computed by a saved encoder (a "
+        "DIR/seed_<k> folder of cl2gnn node --save), as a float tensor [N, d] (torch.save).",
+    )
+    embed.add_argument(
+        "--checkpoint", required=True, type=cmdline.existing_path, help="DIR/seed_<k>"
+    )
+    embed.add_argument(
+        "--dataset",
+        type=cmdline.dataset_argument,
+        default=EMBEDDED,
+        help=f"one of {', '.join(DATASETS)}, or PATH.npz (the encoder's feature width)",
+    )
+    embed.add_argument("--root", type=cmdline.existing_path, help="dataset root")
+    embed.add_argument("--out", required=True, type=cmdline.output_file, help="FILE.pt")
+    embed.add_argument("--device", type=cmdline.device, default="cpu")
+    embed.set_defaults(func=_embed)
 
     simulate = sub.add_parser(
         "simulate",

@@ -9,6 +9,7 @@ Standard library only: ``--help`` and argument errors must not wait for torch.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import re
@@ -24,7 +25,13 @@ DEBUG_VARIABLE = "CL2GNN_DEBUG"  # "1": let errors raise with their traceback
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser, its error one line (``prog: error: message``, exit 2) without the
-    usage block, so that the message is what the user reads; ``--help`` shows the usage."""
+    usage block, so that the message is what the user reads; ``--help`` shows the usage.
+    No abbreviations: ``--seed`` must never be read as ``--seeds`` (its sub-parsers are of
+    this class too)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         fail(self.prog, message)
@@ -234,3 +241,57 @@ def dataset_argument(text: str) -> str:
             f"unknown dataset {text!r}; choose from {', '.join(DATASETS)} or give a PATH.npz"
         )
     return text
+
+
+def config_field(name: str, parse: Callable[[str], object]) -> Callable[[str], object]:
+    """An argparse type for :class:`~cl2gnn.node.NodeConfig` field ``name``: the text read by
+    ``parse`` (``int``, ``float``), then checked by the configuration's own check (the one
+    place a field's range is written)."""
+    from cl2gnn.node.config import check_field
+
+    def check(text: str) -> object:
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a {parse.__name__}, got {text!r}") from None
+        try:
+            return check_field(name, value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    check.__name__ = name  # argparse names the type in "invalid <name> value"
+    return check
+
+
+def config_file(text: str) -> dict:
+    """An argparse type: a JSON or YAML file (by its suffix) holding a mapping of
+    :class:`~cl2gnn.node.NodeConfig` fields, each checked; the message names the file."""
+    from cl2gnn.node.config import check_field
+
+    path = Path(text).expanduser()
+    yaml_file = path.suffix.lower() in (".yaml", ".yml")
+    if not yaml_file and path.suffix.lower() != ".json":
+        raise argparse.ArgumentTypeError(f"{text}: must be a .json, .yaml or .yml file")
+    try:
+        content = path.read_text()
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"{text}: {error.strerror or error}") from None
+    if yaml_file:
+        import yaml
+
+        try:
+            entries = yaml.safe_load(content)
+        except yaml.YAMLError as error:
+            reason = " ".join(str(error).split())
+            raise argparse.ArgumentTypeError(f"{text}: not YAML ({reason})") from None
+    else:
+        try:
+            entries = json.loads(content)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(f"{text}: not JSON ({error})") from None
+    if not isinstance(entries, dict):
+        raise argparse.ArgumentTypeError(f"{text}: must hold a mapping of NodeConfig fields")
+    try:
+        return {name: check_field(name, value) for name, value in entries.items()}
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text}: {error}") from None

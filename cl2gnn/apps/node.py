@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import resource
 import sys
-from dataclasses import replace
 
 import numpy as np
 import torch
@@ -14,7 +13,7 @@ from tqdm.auto import tqdm
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.distributed import rank_and_world
 from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
-from cl2gnn.node.config import default_config, default_method
+from cl2gnn.node.config import config_from_dict, default_config, default_method
 from cl2gnn.node.evaluate import (
     default_protocol,
     make_split,
@@ -23,7 +22,7 @@ from cl2gnn.node.evaluate import (
     probe_score,
 )
 from cl2gnn.node.fit import train_node_model
-from cl2gnn.node.methods import method_class
+from cl2gnn.node.inputs import check_labels
 
 # the trivial baselines a method must beat: the probe on the raw features (L2-normalised, as
 # the embeddings are, and standardised), and the encoder with the method's configuration and
@@ -49,41 +48,87 @@ def _summary(scores: list[float], metric: str) -> dict:
     return summary
 
 
+def node_config(
+    data, method: str | None, config: dict | None = None, hidden: int | None = None, **fields
+):
+    """The configuration a run of ``method`` (``None``: the graph's default method) on
+    ``data`` uses: the default (:func:`~cl2gnn.node.config.default_config`), then the fields
+    of ``config`` (a ``--config`` file's mapping), then ``fields`` (``None`` keeps a field).
+    ``hidden`` sets the encoder's and the head's widths (the other layers keep their ratio
+    to the last)."""
+    base = default_config(data, method)
+    if config:
+        base = config_from_dict(config, base)
+    changes = dict(fields)
+    if hidden is not None:
+        changes |= {"hidden": hidden, "proj_hidden": fields.get("proj_hidden") or hidden}
+        if base.first_hidden is not None:  # the layers' ratio kept
+            changes["first_hidden"] = hidden * base.first_hidden // base.hidden
+    return base.with_overrides(**changes)
+
+
+def check_probe(data, protocols: tuple[str, ...], seeds: range) -> None:
+    """Refuse, before any training, labels the probe cannot score under ``protocols`` for
+    every seed in ``seeds``: not ``[N]`` integers from 0, a single class, or a training split
+    whose classes are too small for the cross-validation that chooses ``C``."""
+    check_labels(data.get("y"), data.num_nodes)
+    name = getattr(data, "name", "the graph")
+    for protocol in protocols:
+        for seed in seeds:
+            train, val, _ = make_split(protocol, data, seed)
+            counts = torch.bincount(data.y[train])
+            counts = counts[counts > 0]
+            if counts.numel() < 2:
+                raise ValueError(
+                    f"the {protocol} protocol's split {seed} of {name} trains the probe on "
+                    f"{counts.numel()} class: it needs at least 2"
+                )
+            if val is None and int(counts.min()) < 2:
+                raise ValueError(
+                    f"the {protocol} protocol's split {seed} of {name} has a class with "
+                    f"{int(counts.min())} training node among {len(train)}: its cross-validation "
+                    "of C needs at least 2 per class (try --protocol gca, which chooses C on "
+                    "validation nodes)"
+                )
+
+
 def run_node(
     dataset: str,
     method: str | None = None,
     protocols: tuple[str, ...] | None = None,
     seeds: int | None = None,
-    epochs: int | None = None,
     root: str | None = None,
     device: str = "cpu",
     progress: bool = True,
-    encoder: str | None = None,
-    embedding: str | None = None,
-    hidden: int | None = None,
     baselines: bool = False,
     first_seed: int = 0,
     probe_timeout: float | None = None,
-    **overrides,
+    config: dict | None = None,
+    save: str | None = None,
+    hidden: int | None = None,
+    **fields,
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
     classes), mean ± std over the seeds. ``method`` defaults to the dataset's
     (:func:`~cl2gnn.node.config.default_method`, with its configuration). ``protocols``
     default to ``("splits",)`` where the dataset ships splits, else ``("grace",)``;
     ``seeds`` to the number of shipped splits under ``splits`` (seed ``i`` trains on split
-    ``i``), else 10. ``hidden`` sets the encoder and head widths (a first layer of its own
-    width keeps its ratio to the last); ``overrides`` are further :class:`NodeConfig` fields
-    (``None`` keeps the dataset's default). ``baselines`` adds each of :data:`BASELINES`,
-    scored on the same splits, under ``"baselines"``. ``first_seed`` starts the seeds there
-    (``first_seed … first_seed + seeds - 1``: a long run in several parts).
+    ``i``), else 10; they run from ``first_seed`` (``first_seed … first_seed + seeds - 1``).
+    The configuration is :func:`node_config`'s (``config``: a ``--config`` file's fields;
+    ``hidden`` and ``fields``: :class:`~cl2gnn.node.NodeConfig` fields, ``None`` keeps the
+    default). ``baselines`` adds each of :data:`BASELINES`, scored on the same splits, under
+    ``"baselines"``. ``save``: a folder for each seed's trained encoder, embeddings and
+    losses (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`).
 
     Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
-    trains, rank 0 alone shows progress and probes; the other ranks return ``[]``. They wait
-    for each seed's probe up to ``probe_timeout`` seconds (default ``$CL2GNN_WAIT_TIMEOUT``,
-    else 4 hours), on a gloo group of their own: the process group's timeout (NCCL's 10
-    minutes) would stop them while a large graph's probe runs."""
+    trains, rank 0 alone shows progress, probes and saves; the other ranks return ``[]``.
+    They wait for each seed's probe up to ``probe_timeout`` seconds (default
+    ``$CL2GNN_WAIT_TIMEOUT``, else 4 hours), on a gloo group of their own: the process
+    group's timeout (NCCL's 10 minutes) would stop them while a large graph's probe runs."""
     wait_timeout(probe_timeout)  # a bad value fails before any work
     data = load_node_dataset(dataset, root)
+    configuration = node_config(data, method, config, hidden, **fields)
+    method = method or default_method(data)
     protocols = tuple(protocols or (default_protocol(data),))
     if seeds is None:
         seeds = num_splits(data) if "splits" in protocols else 10
@@ -96,15 +141,8 @@ def run_node(
             f"seeds: {data.name} ships {num_splits(data)} splits, one per seed; got {seeds} seeds"
             + (f" from seed {first_seed}" if first_seed else "")
         )
-    config = default_config(data.name, method)
-    changes = {"epochs": epochs, "encoder": encoder, "embedding": embedding, "hidden": hidden}
-    if hidden is not None and config.first_hidden is not None:  # the layers' ratio kept
-        changes["first_hidden"] = hidden * config.first_hidden // config.hidden
-    changes = {"proj_hidden": hidden, **changes, **overrides}
-    method = method or default_method(data.name)
-    if not method_class(method).takes_keys:  # a default's sampled keys serve those that take them
-        config = replace(config, num_keys=None)
-    config = config.with_overrides(**changes)
+    seed_range = range(first_seed, first_seed + seeds)
+    check_probe(data, protocols, seed_range)
     metric = metric_for(data.y)
     rank, _ = rank_and_world()
     progress = progress and rank == 0
@@ -113,22 +151,22 @@ def run_node(
     epoch_ms, final_losses = [], []
     group = waiting_group(probe_timeout)  # None without a process group of several ranks
     try:
-        for seed in tqdm(
-            range(first_seed, first_seed + seeds),
-            desc=f"{data.name} {method}",
-            disable=not progress,
-        ):
-            result = train_node_model(data, method, config, seed, device, progress=False)
+        for seed in tqdm(seed_range, desc=f"{data.name} {method}", disable=not progress):
+            result = train_node_model(
+                data, method, configuration, seed=seed, device=device, progress=False
+            )
             epoch_ms.append(result.epoch_ms)
-            final_losses.append(result.losses[-1])
+            final_losses.append(result.losses[-1] if result.losses else float("nan"))
             embeddings = {method: result.embeddings}
             if baselines:
-                untrained = config.with_overrides(epochs=0)
+                untrained = configuration.with_overrides(epochs=0)
                 embeddings["untrained encoder"] = train_node_model(
-                    data, method, untrained, seed, device, progress=False
+                    data, method, untrained, seed=seed, device=device, progress=False
                 ).embeddings
             if rank == 0:
                 _probe(scores, data, protocols, seed, metric, embeddings, baselines)
+                if save is not None:
+                    result.save(save)
             wait_for_rank_zero(  # the others wait here, not in the next seed's collectives
                 group,
                 f"rank 0's probe of seed {seed}",
@@ -146,13 +184,13 @@ def run_node(
             "method": method,
             "protocol": protocol,
             **_summary(scores[protocol, method], metric),
-            "seeds": seeds,
+            "seeds": list(seed_range),
             "epoch_ms": float(np.mean(epoch_ms)),
-            "epochs": config.epochs,
+            "epochs": configuration.epochs,
             "final_loss": float(np.mean(final_losses)),
             "peak_rss_mb": peak_rss_mb(),
             "device": device_name,
-            "config": config.as_dict(),
+            "config": configuration.as_dict(),
         }
         if baselines:
             result["baselines"] = {
@@ -199,6 +237,6 @@ def format_table(results: list[dict]) -> str:
             score = f"{row['score_mean']:.2f} ± {row['score_std']:.2f}"
             lines.append(
                 f"{r['dataset']:18s} {name:26s} {r['protocol']:8s} {r['metric']:8s} "
-                f"{score:>14s} {r['seeds']:>5d} {ms}"
+                f"{score:>14s} {len(r['seeds']):>5d} {ms}"
             )
     return "\n".join(lines)

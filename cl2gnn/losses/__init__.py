@@ -8,7 +8,10 @@ call on (a bad value fails that call with the error construction gives).
 
 from .alignment_uniformity import AlignmentUniformityLoss, alignment, uniformity
 from .attention_infonce import AttentionInfoNCELoss, attention_info_nce
+from .bootstrap import BootstrapLoss, bootstrap_loss
+from .cca_ssg import CCASSGLoss, cca_ssg_loss
 from .generalized_ntxent import GeneralizedNTXentLoss, generalized_nt_xent
+from .graphacl import GraphACLLoss, graphacl_loss
 from .infonce import InfoNCELoss, info_nce
 from .kernel import KernelInfoNCELoss, kernel_info_nce, log_kernel
 from .multistage import (
@@ -35,7 +38,10 @@ __all__ = [
     "PAIR_LOSSES",
     "AlignmentUniformityLoss",
     "AttentionInfoNCELoss",
+    "BootstrapLoss",
+    "CCASSGLoss",
     "GeneralizedNTXentLoss",
+    "GraphACLLoss",
     "InfoNCELoss",
     "KernelInfoNCELoss",
     "MultiStageAlignmentLoss",
@@ -44,7 +50,10 @@ __all__ = [
     "SpectralContrastiveLoss",
     "alignment",
     "attention_info_nce",
+    "bootstrap_loss",
+    "cca_ssg_loss",
     "generalized_nt_xent",
+    "graphacl_loss",
     "info_nce",
     "kernel_info_nce",
     "log_kernel",

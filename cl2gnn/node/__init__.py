@@ -3,7 +3,10 @@
 * :mod:`.methods`: every method a class in one registry (:data:`~.methods.REGISTRY`);
 * :mod:`.fullbatch`, :mod:`.minibatch`: the two trainers, one interface (an epoch, embed);
 * :mod:`.fit`: the one training loop (:func:`fit`, :func:`train_node_model`);
-* :mod:`.models`, :mod:`.features`, :mod:`.views`: encoders, sparse features, augmentations;
+* :mod:`.models`, :mod:`.features`, :mod:`.views`: encoders, sparse features, the views
+  (PyG transforms);
+* :mod:`.result`: what training returns, saving it and loading the encoder back;
+* :mod:`.inputs`: the checks of what training is given;
 * :mod:`.evaluate`: the frozen-embedding probes and the protocols' splits;
 * :mod:`.config`: :class:`NodeConfig` and the published configurations.
 
@@ -20,14 +23,15 @@ if TYPE_CHECKING:
     from ..datasets.nodes import load_node_dataset
     from .config import DEFAULTS, NodeConfig, default_config, default_method
     from .evaluate import adam_probe_scores, make_split, probe_accuracy, probe_score, probe_scores
-    from .features import ColumnMasked, SparseFeatures, prepare_features
-    from .fit import TrainResult, fit, train_node_model
+    from .features import SparseFeatures, prepare_features
+    from .fit import fit, train_node_model
     from .fullbatch import FullBatchTrainer
-    from .methods import REGISTRY, NodeMethod, ViewBatch, make_method
+    from .methods import REGISTRY, EncoderInput, NodeMethod, ViewBatch, make_method
     from .minibatch import MinibatchTrainer
     from .models import GraphEncoder, ProjectionHead
     from .names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
-    from .views import augment
+    from .result import TrainResult, load_encoder
+    from .views import DropEdge, MaskFeatures
 
 _EXPORTS = {
     "EMBEDDINGS": ".names",
@@ -43,21 +47,23 @@ _EXPORTS = {
     "probe_accuracy": ".evaluate",
     "probe_score": ".evaluate",
     "probe_scores": ".evaluate",
-    "ColumnMasked": ".features",
     "SparseFeatures": ".features",
     "prepare_features": ".features",
-    "TrainResult": ".fit",
+    "TrainResult": ".result",
+    "load_encoder": ".result",
     "fit": ".fit",
     "train_node_model": ".fit",
     "FullBatchTrainer": ".fullbatch",
     "MinibatchTrainer": ".minibatch",
     "REGISTRY": ".methods",
+    "EncoderInput": ".methods",
     "NodeMethod": ".methods",
     "ViewBatch": ".methods",
     "make_method": ".methods",
     "GraphEncoder": ".models",
     "ProjectionHead": ".models",
-    "augment": ".views",
+    "DropEdge": ".views",
+    "MaskFeatures": ".views",
     "load_node_dataset": "..datasets.nodes",
 }
 __all__ = [
@@ -67,9 +73,11 @@ __all__ = [
     "METHODS",
     "PROTOCOLS",
     "REGISTRY",
-    "ColumnMasked",
+    "DropEdge",
+    "EncoderInput",
     "FullBatchTrainer",
     "GraphEncoder",
+    "MaskFeatures",
     "MinibatchTrainer",
     "NodeConfig",
     "NodeMethod",
@@ -78,10 +86,10 @@ __all__ = [
     "TrainResult",
     "ViewBatch",
     "adam_probe_scores",
-    "augment",
     "default_config",
     "default_method",
     "fit",
+    "load_encoder",
     "load_node_dataset",
     "make_method",
     "make_split",

@@ -5,27 +5,36 @@ results page (``benchmarks/RESULTS.md``)."""
 
 from __future__ import annotations
 
+import math
+import numbers
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+
+from .._torchrun import MODES
+from .names import ACTIVATIONS, EMBEDDINGS, ENCODERS
 
 
 @dataclass(frozen=True)
 class NodeConfig:
-    """One training run's settings; :meth:`with_overrides` changes some of them.
+    """One training run's settings, every field checked when the configuration is made
+    (``ValueError`` naming the field, the value and what is allowed); :meth:`with_overrides`
+    changes some of them.
 
-    Model and optimisation: ``learning_rate``, ``weight_decay``, ``epochs``, the encoder
-    (``encoder``: ``"gcn"``, ``"sage"`` or ``"gat"``; output width ``hidden``, its first
-    layer ``2 · hidden``; ``activation``), the projection head's width ``proj_hidden`` and
-    what the probe reads (``embedding``: ``"last"``, ``"concat"`` or ``"layers"``).
+    Model and optimisation: ``learning_rate``, ``weight_decay``, ``epochs`` (``0``: the
+    encoder at its initialisation, a baseline), the built-in encoder (``encoder``:
+    ``"gcn"``, ``"sage"`` or ``"gat"``; ``layers`` graph convolutions, the last ``hidden``
+    wide and the others ``first_hidden``; ``activation``), the projection head's width
+    ``proj_hidden`` and what the probe reads (``embedding``: ``"last"``, ``"concat"`` or
+    ``"layers"``).
 
-    Views: per view ``(view 1, view 2)``, the probability of dropping an edge
-    (``drop_edge``), of masking a feature column (``drop_feature``) and of zeroing a node's
-    whole feature row (``mask_nodes``, GraphMAE's masking, contrasted);
+    Views: per view ``(view 1, view 2)`` (a single number: both views), the probability of
+    dropping an edge (``drop_edge``) and of masking a feature column (``drop_feature``);
     ``normalize_features`` row-normalises the input (PyG's ``NormalizeFeatures``, as the
-    GRACE and GCA code do).
+    GRACE and GCA code do) inside the built-in encoder.
 
-    Encoder shape: ``first_hidden`` (the first layer's width; ``None``: ``2 · hidden``),
-    ``out_activation`` (the activation after the last layer too), ``batch_norm`` (before
-    each activation) and ``self_loops`` (GCN's added self-loops).
+    Encoder shape: ``first_hidden`` (the width of every layer but the last; ``None``:
+    ``2 · hidden``), ``out_activation`` (the activation after the last layer too),
+    ``batch_norm`` (before each activation) and ``self_loops`` (GCN's added self-loops).
 
     Methods: ``temperature`` of the contrastive losses, ``neighbor_weight`` of graph
     neighbours as positives (``neighbors``, ``homophily``), ``clusters`` of the
@@ -36,15 +45,15 @@ class NodeConfig:
     of decay ``ema_decay`` (raised to 1 along a cosine with ``ema_cosine``): ``bgrl``,
     ``graphacl``. ``decorrelation``: the weight of CCA-SSG's decorrelation term;
     ``num_samples``: GraphACL's neighbours and negatives drawn per node and step (``None``:
-    all of them). ``swa_start``: embed with the running mean of the encoder's weights from
-    that epoch on.
+    all of them).
 
     Learning rate: a linear warm-up over ``lr_warmup`` epochs, then constant or, with
     ``lr_cosine``, a cosine decay to zero at the last epoch.
 
     Mini-batches (``batch_size`` set; ``None``: full-batch): seed nodes per step over all
-    processes, in-neighbours sampled per node and hop (``num_neighbors``, ``-1``: all), and
-    how a process group shares its negatives (``distributed``: ``"gather"`` or ``"ring"``).
+    processes, in-neighbours sampled per node and hop (``num_neighbors``, one per layer,
+    ``-1``: all; ``None``: 10 per layer, :meth:`fan_outs`), and how a process group shares
+    its negatives (``distributed``: ``"gather"`` or ``"ring"``).
     """
 
     learning_rate: float = 5e-4
@@ -57,15 +66,14 @@ class NodeConfig:
     epochs: int = 200
     weight_decay: float = 1e-5
     encoder: str = "gcn"
+    layers: int = 2
     embedding: str = "last"
     neighbor_weight: float = 1.0
     clusters: int = 10  # HomoGCL's Cora value
     normalize_features: bool = False
     num_keys: int | None = None
-    swa_start: int | None = None
-    mask_nodes: tuple[float, float] = (0.0, 0.0)
     batch_size: int | None = None
-    num_neighbors: tuple[int, ...] = (10, 10)
+    num_neighbors: tuple[int, ...] | None = None
     distributed: str = "gather"
     first_hidden: int | None = None
     out_activation: bool = True
@@ -80,9 +88,18 @@ class NodeConfig:
     lr_warmup: int = 0
     lr_cosine: bool = False
 
-    def view_probabilities(self, view: int) -> tuple[float, float, float]:
-        """``(edge drop, feature-column mask, node mask)`` probabilities of view 0 or 1."""
-        return self.drop_edge[view], self.drop_feature[view], self.mask_nodes[view]
+    def __post_init__(self) -> None:
+        for name in FIELDS:
+            object.__setattr__(self, name, check_field(name, getattr(self, name)))
+        if self.num_neighbors is not None and len(self.num_neighbors) != self.layers:
+            raise ValueError(
+                f"NodeConfig.num_neighbors needs one fan-out per layer ({self.layers}), "
+                f"got {list(self.num_neighbors)}"
+            )
+
+    def fan_outs(self) -> tuple[int, ...]:
+        """In-neighbours sampled per node at each hop (``num_neighbors``, else 10 a layer)."""
+        return self.num_neighbors or (10,) * self.layers
 
     def with_overrides(self, **changes) -> NodeConfig:
         """A copy with the given fields changed; ``None`` keeps a field as it is."""
@@ -90,6 +107,140 @@ class NodeConfig:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+def _integer(low: int, optional: bool = False) -> Callable[[object], object]:
+    allowed = f"an integer >= {low}" + (" or None" if optional else "")
+
+    def check(value):
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise ValueError(f"must be {allowed}")
+        return int(value)
+
+    return check
+
+
+def _number(low: float, high: float = math.inf, *, open_low: bool = False):
+    allowed = (
+        f"a number in [{low:g}, {high:g}]"
+        if math.isfinite(high)
+        else f"a finite number {'>' if open_low else '>='} {low:g}"
+    )
+
+    def check(value):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"must be {allowed}")
+        value = float(value)
+        if not math.isfinite(value) or value < low or value > high or (open_low and value == low):
+            raise ValueError(f"must be {allowed}")
+        return value
+
+    return check
+
+
+def _pair(value):
+    """Two probabilities, one per view; a single number is both views'."""
+    probability = _number(0.0, 1.0)
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2:
+            raise ValueError("must be a probability in [0, 1] or two of them (one per view)")
+        return tuple(probability(v) for v in value)
+    try:
+        value = probability(value)
+    except ValueError:
+        raise ValueError("must be a probability in [0, 1] or two of them (one per view)") from None
+    return (value, value)
+
+
+def _one_of(choices: tuple[str, ...]):
+    def check(value):
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(map(repr, choices))}")
+        return value
+
+    return check
+
+
+def _boolean(value):
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _fan_outs(value):
+    """Neighbours sampled per node at each hop: integers >= 1, or -1 for all; ``None``."""
+    if value is None:
+        return None
+    allowed = "a list of integers >= 1 or -1 (all), one per layer, or None"
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
+        raise ValueError(f"must be {allowed}")
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not (v >= 1 or v == -1):
+            raise ValueError(f"must be {allowed}")
+    return tuple(int(v) for v in value)
+
+
+positive_number = _number(0.0, open_low=True)
+non_negative_number = _number(0.0)
+# what each field allows: the one place a configuration is checked (the command, --config
+# files and the benchmarks' configuration lists all go through check_field)
+FIELDS: dict[str, Callable[[object], object]] = {
+    "learning_rate": positive_number,
+    "hidden": _integer(1),
+    "proj_hidden": _integer(1),
+    "activation": _one_of(ACTIVATIONS),
+    "drop_edge": _pair,
+    "drop_feature": _pair,
+    "temperature": positive_number,
+    "epochs": _integer(0),
+    "weight_decay": non_negative_number,
+    "encoder": _one_of(ENCODERS),
+    "layers": _integer(1),
+    "embedding": _one_of(EMBEDDINGS),
+    "neighbor_weight": positive_number,
+    "clusters": _integer(1),
+    "normalize_features": _boolean,
+    "num_keys": _integer(1, optional=True),
+    "batch_size": _integer(1, optional=True),
+    "num_neighbors": _fan_outs,
+    "distributed": _one_of(MODES),
+    "first_hidden": _integer(1, optional=True),
+    "out_activation": _boolean,
+    "batch_norm": _boolean,
+    "self_loops": _boolean,
+    "predictor_hidden": _integer(1),
+    "predictor_layers": _integer(0),
+    "ema_decay": _number(0.0, 1.0),
+    "ema_cosine": _boolean,
+    "decorrelation": non_negative_number,
+    "num_samples": _integer(1, optional=True),
+    "lr_warmup": _integer(0),
+    "lr_cosine": _boolean,
+}
+
+
+def check_field(name: str, value: object) -> object:
+    """``value`` as field ``name`` of :class:`NodeConfig` holds it (a list as a tuple, one
+    probability as both views'), or ``ValueError`` naming the field, the value and what is
+    allowed (an unknown field: naming the fields)."""
+    if name not in FIELDS:
+        raise ValueError(f"NodeConfig has no field {name!r}; its fields: {', '.join(FIELDS)}")
+    try:
+        return FIELDS[name](value)
+    except ValueError as error:
+        raise ValueError(f"NodeConfig.{name} {error}, got {value!r}") from None
+
+
+def config_from_dict(entries: dict, base: NodeConfig | None = None) -> NodeConfig:
+    """``base`` (default: :class:`NodeConfig`'s defaults) with the fields of ``entries``
+    (a ``--config`` file's mapping) changed, each checked."""
+    if not isinstance(entries, dict):
+        raise ValueError(f"a configuration must be a mapping of NodeConfig fields, got {entries!r}")
+    for name, value in entries.items():
+        check_field(name, value)
+    return replace(base or NodeConfig(), **entries)
 
 
 # GRACE's published configurations for Planetoid, GCA's for Amazon, Coauthor and WikiCS
@@ -273,22 +424,39 @@ PUBLISHED = {
 }
 
 
-def default_method(dataset: str) -> str:
-    """The method a dataset trains with when none is named: GRACE where the dataset has a
-    published configuration (:data:`DEFAULTS`), else :data:`UNPUBLISHED_METHOD`."""
-    return "grace" if dataset in DEFAULTS else UNPUBLISHED_METHOD
+def graph_name(graph) -> str | None:
+    """A graph's name: ``graph`` itself (a string), or a ``Data``'s ``name`` (the library's
+    loaders set it; a graph built by hand has none)."""
+    return graph if isinstance(graph, str) else getattr(graph, "name", None)
 
 
-def default_config(dataset: str, method: str | None = None) -> NodeConfig:
-    """``method``'s configuration for ``dataset``: its authors' for that graph where they
-    publish one, else the method's own (:data:`METHOD_DEFAULTS`), else for the GRACE-family
-    methods the dataset's published configuration (:data:`DEFAULTS`), else GRACE's for
-    graphs without one. ``None``: the configuration of :func:`default_method` — the
-    dataset's published one, else :data:`UNPUBLISHED`."""
+def default_method(graph) -> str:
+    """The method a graph (a name or a ``Data``) trains with when none is named: GRACE where
+    the graph has a published configuration (:data:`DEFAULTS`), else
+    :data:`UNPUBLISHED_METHOD`."""
+    return "grace" if graph_name(graph) in DEFAULTS else UNPUBLISHED_METHOD
+
+
+def default_config(graph, method: str | None = None) -> NodeConfig:
+    """``method``'s configuration for ``graph`` (a name, or a ``Data``: its ``name``, if
+    any): its authors' for that graph where they publish one, else the method's own
+    (:data:`METHOD_DEFAULTS`), else for the GRACE-family methods the graph's published
+    configuration (:data:`DEFAULTS`), else GRACE's for graphs without one. ``None``: the
+    configuration of :func:`default_method` — the graph's published one, else
+    :data:`UNPUBLISHED`. Every registered method accepts what this returns, on any graph:
+    sampled keys are kept for the methods that take them only."""
+    dataset = graph_name(graph)
     if method is None:
-        return DEFAULTS.get(dataset, UNPUBLISHED)
-    if (method, dataset) in PUBLISHED:
-        return PUBLISHED[method, dataset]
-    if method in METHOD_DEFAULTS:
-        return METHOD_DEFAULTS[method]
-    return DEFAULTS.get(dataset, GRACE_UNPUBLISHED)
+        method = default_method(graph)
+        config = DEFAULTS.get(dataset, UNPUBLISHED)
+    elif (method, dataset) in PUBLISHED:
+        config = PUBLISHED[method, dataset]
+    elif method in METHOD_DEFAULTS:
+        config = METHOD_DEFAULTS[method]
+    else:
+        config = DEFAULTS.get(dataset, GRACE_UNPUBLISHED)
+    from .methods import method_class  # torch: the command's parsing never gets here
+
+    if config.num_keys is not None and not method_class(method).takes_keys:
+        config = replace(config, num_keys=None)
+    return config

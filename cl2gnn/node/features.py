@@ -4,8 +4,7 @@ view's column mask acts on the weight too (:class:`ColumnMasked`).
 
 GRACE masks whole feature columns, ``X diag(m)``, and ``X diag(m) W = X (diag(m) W)``: the
 sparse matrix never changes, so its row- and column-sorted forms are computed once and the
-first layer's backward (``Xᵀ G``) needs no per-step transpose. Masked nodes (whole rows,
-``diag(r) X``) act on the product instead: ``diag(r) X W``.
+first layer's backward (``Xᵀ G``) needs no per-step transpose.
 """
 
 from __future__ import annotations
@@ -21,13 +20,11 @@ SPARSE_BELOW = 0.1  # density under which features are kept sparse (Cora: 1.3 %)
 
 @dataclass(frozen=True)
 class SparseFeatures:
-    """A fixed sparse ``[N, F]`` feature matrix, an optional column mask ``m`` and an
-    optional row (node) mask ``r``."""
+    """A fixed sparse ``[N, F]`` feature matrix and an optional column mask ``m``."""
 
     index: EdgeIndex  # (node, feature) pairs, sorted by node
     values: Tensor
     column_mask: Tensor | None = None
-    row_mask: Tensor | None = None
 
     @classmethod
     def from_dense(cls, x: Tensor) -> SparseFeatures:
@@ -48,21 +45,15 @@ class SparseFeatures:
     def with_column_mask(self, mask: Tensor) -> SparseFeatures:
         return replace(self, column_mask=mask)
 
-    def with_row_mask(self, mask: Tensor) -> SparseFeatures:
-        return replace(self, row_mask=mask)
-
     def matmul(self, weight: Tensor) -> Tensor:
-        """``diag(r) X diag(m) weight`` for ``weight`` of shape ``[F, out]``."""
+        """``X diag(m) weight`` for ``weight`` of shape ``[F, out]``."""
         if self.column_mask is not None:
             weight = weight * self.column_mask[:, None]
-        out = self.index.matmul(weight, self.values)
-        return out if self.row_mask is None else out * self.row_mask[:, None]
+        return self.index.matmul(weight, self.values)
 
     def to_dense(self) -> Tensor:
         dense = self.index.to_dense(self.values)
-        if self.column_mask is not None:
-            dense = dense * self.column_mask
-        return dense if self.row_mask is None else dense * self.row_mask[:, None]
+        return dense if self.column_mask is None else dense * self.column_mask
 
 
 @dataclass(frozen=True)
@@ -95,3 +86,11 @@ def prepare_features(x: Tensor, sparse: bool | None = None) -> Tensor | SparseFe
     ``sparse`` decides (default: :func:`is_sparse` of ``x``). Mini-batches pass the whole
     graph's answer: one decision, not one density pass per batch."""
     return SparseFeatures.from_dense(x) if (is_sparse(x) if sparse is None else sparse) else x
+
+
+def with_column_mask(x: Tensor | SparseFeatures, keep: Tensor) -> ColumnMasked | SparseFeatures:
+    """``x`` with the feature columns ``keep`` (booleans ``[F]``) kept, the mask apart: the
+    built-in encoder applies it to its first layer's weight."""
+    if isinstance(x, SparseFeatures):
+        return x.with_column_mask(keep.to(x.values.dtype))
+    return ColumnMasked(x, keep.to(x.dtype))

@@ -5,35 +5,40 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .features import prepare_features
 from .methods import ViewBatch
-from .models import GraphEncoder
 from .trainer import Trainer
-from .views import augment
 
 
 class FullBatchTrainer(Trainer):
     """:class:`~cl2gnn.node.trainer.Trainer` on the whole graph: an epoch is one step on two
     augmented views of it (GRACE's training); :meth:`embed` runs the frozen encoder on the
-    clean graph."""
+    clean graph, called as PyG's models are: ``encoder(x, edge_index[, edge_weight])``."""
 
-    def __init__(self, data, method, config, seed=0, device="cpu") -> None:
-        super().__init__(data, method, config, seed, device)
-        self.x = prepare_features(self.features.to(device))
+    def __init__(self, data, method, config, **options) -> None:
+        super().__init__(data, method, config, **options)
+        device = self.device
+        self.x = data.x.to(device)
         self.edge_index = data.edge_index.to(device)
         self.num_nodes = data.num_nodes
+        if self.builtin:  # made once for every view: the normalised and the sparse forms
+            self.x_input = self.encoder.normalize(self.x)
+            self.prepared = self.encoder.prepare(self.x)
+
+    def _propagation(self, edge_index: Tensor, edge_weight: Tensor | None) -> Tensor:
+        return self.encoder.propagation_graph(edge_index, self.num_nodes, edge_weight=edge_weight)
 
     def step(self) -> Tensor:
         """One optimiser step on two fresh views of the graph; returns the loss."""
-        encoder, n = self.encoder, self.num_nodes
         self.model.train()
+        if self.builtin:
+            x, prepared = self.x_input, self.prepared
+        else:
+            x = prepared = self.x
         views = [
-            augment(self.x, self.edge_index, *self.config.view_probabilities(v)) for v in (0, 1)
+            self.view_input(view, x, prepared, self.edge_index, self._propagation)
+            for view in self.views
         ]
-        batch = ViewBatch(
-            [(x, encoder.propagation_graph(e, n)) for x, e in views], self.edge_index, n
-        )
-        loss = self.model(batch)
+        loss = self.model(ViewBatch(views, self.edge_index, self.num_nodes))
         self.optimise(loss)
         return loss.detach()
 
@@ -41,13 +46,14 @@ class FullBatchTrainer(Trainer):
         return float(self.step())  # waits for the device: the epoch's work is done
 
     @torch.no_grad()
-    def embed(self, encoder: GraphEncoder | None = None) -> Tensor:
-        """Every node's embedding (``config.embedding``) by the frozen ``encoder`` (default:
-        the trained one) on the clean graph."""
-        encoder = encoder or self.encoder
+    def embed(self) -> Tensor:
+        """Every node's embedding by the frozen encoder on the clean graph."""
+        encoder = self.encoder
         was_training = encoder.training
         encoder.eval()
-        graph = encoder.propagation_graph(self.edge_index, self.num_nodes)
-        out = encoder(self.x, graph, readout=self.config.embedding).cpu()
+        weight = (
+            {} if self.edge_weight is None else {"edge_weight": self.edge_weight.to(self.device)}
+        )
+        out = encoder(self.x, self.edge_index, **weight).cpu()
         encoder.train(was_training)
         return out

@@ -46,7 +46,6 @@ from .methods import ViewBatch
 from .methods.contrastive import ContrastiveMethod
 from .models import GraphEncoder, first_rows, read_out
 from .trainer import Trainer
-from .views import augment
 
 # the keys of the run's random streams (stream_seed(seed, key, ...)): the feature-column masks,
 # the same on every rank, and each rank's own stream (neighbour samples, dropped edges)
@@ -121,19 +120,6 @@ class SeedBatches(torch.utils.data.Sampler):
         return full if full and rest < self.smallest else full + 1
 
 
-def check_num_neighbors(num_neighbors: tuple[int, ...] | list[int], layers: int = 2) -> None:
-    """One fan-out per encoder layer, each ``>= 1`` or ``-1`` (all in-neighbours)."""
-    if len(num_neighbors) != layers:
-        raise ValueError(
-            f"num_neighbors needs one fan-out per encoder layer ({layers}), "
-            f"got {list(num_neighbors)}"
-        )
-    for hop, count in enumerate(num_neighbors):
-        check_integer(count, f"num_neighbors[{hop}]", -1)
-        if count == 0:
-            raise ValueError(f"num_neighbors[{hop}] must be >= 1 or -1 (all), got 0")
-
-
 def full_neighbourhood(sampler: BaseSampler) -> BaseSampler:
     """A copy of a neighbour sampler that takes every in-neighbour in one hop, sharing the
     graph's CSC tensors (no second copy of the graph)."""
@@ -189,7 +175,7 @@ def layerwise_embeddings(
         return gathered(out)
 
     h, outputs = x, []
-    for index in (0, 1):
+    for index in range(encoder.num_layers):
 
         def inputs(start: int, end: int, h=h, index=index):
             rows = h[start:end].to(device)
@@ -223,19 +209,24 @@ def layerwise_embeddings(
 
         h = by_rows(rows_of)
         outputs.append(h)
-    return read_out(x, outputs[0], outputs[1], readout)
+    return read_out(x, outputs, readout)
 
 
-def trimmed(graph: Tensor, edges: Tensor, seeds: int) -> tuple[Tensor, Tensor]:
-    """A sampled subgraph's propagation graph (CSR) for each encoder layer, trimmed to the
-    rows that reach the first ``seeds`` nodes (PyG's ``trim_to_layer`` on the CSR graph):
-    the first layer for the seeds and the sources of their in-edges in ``edges`` (the
-    un-augmented sample, which holds every view's edges; the sampler lists the seeds first,
-    then the nodes each hop adds), the second for the seeds only. The seeds' rows are those
-    of the untrimmed forward."""
-    into_seeds = edges[0][edges[1] < seeds]
-    reach = max(seeds, int(into_seeds.max()) + 1) if into_seeds.numel() else seeds
-    return first_rows(graph, reach, graph.size(1)), first_rows(graph, seeds, reach)
+def trimmed(graph: Tensor, edges: Tensor, seeds: int, layers: int) -> tuple[Tensor, ...]:
+    """A sampled subgraph's propagation graph (CSR) for each of ``layers`` encoder layers,
+    trimmed to the rows that reach the first ``seeds`` nodes (PyG's ``trim_to_layer`` on the
+    CSR graph): the last layer for the seeds, each layer before it for the rows the next one
+    reads, the sources of their in-edges in ``edges`` (the un-augmented sample, which holds
+    every view's edges; the sampler lists the seeds first, then the nodes each hop adds).
+    The seeds' rows are those of the untrimmed forward."""
+    reach = [seeds]  # rows kept by the last layer, the one before it, …
+    for _ in range(layers - 1):
+        into = edges[0][edges[1] < reach[-1]]
+        reach.append(max(reach[-1], int(into.max()) + 1) if into.numel() else reach[-1])
+    columns = [graph.size(1), *reach[::-1][:-1]]  # each layer reads the rows the one before kept
+    return tuple(
+        first_rows(graph, rows, cols) for rows, cols in zip(reach[::-1], columns, strict=True)
+    )
 
 
 def check_batch_size(method, label: str, num_nodes: int, batch_size: int, world: int) -> int:
@@ -263,7 +254,10 @@ class MinibatchTrainer(Trainer):
     the sampler for layer-wise inference.
 
     :meth:`step` trains on one sampled batch, :meth:`epoch` one pass over the seeds (or its
-    first ``max_steps`` steps); :meth:`embed` gives the embeddings of every node.
+    first ``max_steps`` steps); :meth:`embed` gives the embeddings of every node: the
+    built-in encoder's by layer-wise inference (equal to its full-graph forward), any other
+    encoder's by one full-graph forward. The sampler takes ``config.fan_outs()`` hops, one
+    per layer of the encoder (``config.layers`` for a module of your own).
     """
 
     def __init__(
@@ -271,80 +265,90 @@ class MinibatchTrainer(Trainer):
         data: Data,
         method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
         config: NodeConfig,
+        *,
         seed: int = 0,
         device: str | torch.device = "cpu",
+        **options,
     ) -> None:
         rank, world = rank_and_world()
-        check_num_neighbors(config.num_neighbors)
         check_integer(config.batch_size, "batch_size", 1)
+        if data.get("edge_weight") is not None:
+            raise ValueError("data.edge_weight: mini-batch training samples no edge weights")
         n = data.num_nodes
         # a batch's seeds are its negatives: no sampled keys; under torchrun they span ranks
         distributed = config.distributed if world > 1 else None
-        super().__init__(data, method, config, seed, device, distributed)  # same initial weights
+        # the column masks: one stream alike on every rank; the rank's neighbour samples and
+        # dropped edges: torch's generator, seeded per (seed, rank) (seed + rank would give
+        # seed s on rank 1 the stream of seed s + 1 on rank 0)
+        feature_masks = torch.Generator().manual_seed(stream_seed(seed, FEATURE_MASK_STREAM))
+        super().__init__(  # the same initial weights on every rank
+            data,
+            method,
+            config,
+            seed=seed,
+            device=device,
+            distributed=distributed,
+            mask_generator=feature_masks,
+            **options,
+        )
         need = check_batch_size(self.method, self.label, n, config.batch_size, world)
         self.batches = SeedBatches(
             n, config.batch_size, rank=rank, world_size=world, seed=seed, min_share=need
         )
         self.world = world
-        self.x = self.features.to(torch.get_default_dtype())  # float64 where it is the default
+        x = self.encoder.normalize(data.x) if self.builtin else data.x
+        self.x = x.to(torch.get_default_dtype())  # float64 where it is the default
+        self.edge_index = data.edge_index
         self.sparse = is_sparse(self.x)
         if world > 1:
             self.model = DistributedDataParallel(self.model)
-        # the column masks: one stream alike on every rank; the rank's neighbour samples and
-        # dropped edges: torch's generator, seeded per (seed, rank) (seed + rank would give
-        # seed s on rank 1 the stream of seed s + 1 on rank 0)
-        self.feature_masks = torch.Generator().manual_seed(stream_seed(seed, FEATURE_MASK_STREAM))
         torch.manual_seed(stream_seed(seed, RANK_STREAM, rank))
         graph = Data(x=self.x, edge_index=data.edge_index, num_nodes=n)
-        self.loader = neighbor_loader(graph, config.num_neighbors, batch_sampler=self.batches)
-        self.one_hop = full_neighbourhood(self.loader.node_sampler)
-        self.degree = self.encoder.degree(data.edge_index, n)
+        self.loader = neighbor_loader(graph, config.fan_outs(), batch_sampler=self.batches)
         self.steps_per_epoch = len(self.batches)
+        if self.builtin:
+            self.one_hop = full_neighbourhood(self.loader.node_sampler)
+            self.degree = self.encoder.degree(data.edge_index, n)
         # the layers on rows that cannot reach the seeds are skipped where nothing else reads
         # them: GRACE's scheme reads the seeds' rows alone, and batch norm's statistics
         # would change (GAT's edge lists are not trimmed)
         self.trim = (
-            isinstance(self.method, ContrastiveMethod)
+            self.builtin
+            and isinstance(self.method, ContrastiveMethod)
             and not config.batch_norm
             and config.encoder != "gat"
         )
 
     def step(self, batch: Data) -> Tensor:
         """One optimiser step on a sampled batch; returns the loss (this rank's value)."""
-        config, device = self.config, self.device
-        x = prepare_features(batch.x.to(device), self.sparse)
+        device, seeds = self.device, batch.batch_size
+        x = batch.x.to(device)
         edges = batch.edge_index.to(device)
-        views = [
-            augment(x, edges, *config.view_probabilities(v), feature_generator=self.feature_masks)
-            for v in (0, 1)
-        ]
-        graphs = self.propagation_graphs(batch.n_id, edges, [e for _, e in views])
-        if self.trim:
-            graphs = [trimmed(g, edges, batch.batch_size) for g in graphs]
-        inputs = ViewBatch(
-            [(v, g) for (v, _), g in zip(views, graphs, strict=True)], edges, batch.batch_size
-        )
-        loss = self.model(inputs)
+        prepared = prepare_features(x, self.sparse) if self.builtin else x
+        propagation = self._propagation(batch.n_id, edges, seeds) if self.builtin else None
+        views = [self.view_input(view, x, prepared, edges, propagation) for view in self.views]
+        loss = self.model(ViewBatch(views, edges, seeds))
         self.optimise(loss)
         return loss.detach()
 
-    def propagation_graphs(
-        self, nodes: Tensor, edges: Tensor, view_edges: list[Tensor]
-    ) -> list[Tensor]:
-        """The propagation graph of each view of a sampled subgraph (global ids ``nodes``,
-        sampled ``edges``, each view's edges ``view_edges``), normalised by the whole graph's
-        degrees less the edges the view dropped: layer-wise inference's normalisation (the
-        whole graph's degrees), so that a node at the subgraph's edge, which has few or no
-        in-edges in it, weighs its messages as it does there. An edge that was not sampled
-        counts as kept."""
-        n = nodes.numel()
-        if self.degree is None:  # GAT: no normalisation by degree
-            return [self.encoder.propagation_graph(e, n) for e in view_edges]
-        whole = self.degree[nodes].to(edges.device) - self.encoder.degree(edges, n)
-        return [
-            self.encoder.propagation_graph(e, n, whole + self.encoder.degree(e, n))
-            for e in view_edges
-        ]
+    def _propagation(self, nodes: Tensor, edges: Tensor, seeds: int):
+        """The propagation graph of a view of a sampled subgraph (global ids ``nodes``,
+        sampled ``edges``) from the view's edges, normalised by the whole graph's degrees less
+        the edges the view dropped: layer-wise inference's normalisation (the whole graph's
+        degrees), so that a node at the subgraph's edge, which has few or no in-edges in it,
+        weighs its messages as it does there (an edge that was not sampled counts as kept);
+        trimmed per layer (:func:`trimmed`) where the method reads the seeds alone."""
+        encoder, n = self.encoder, nodes.numel()
+        whole = None
+        if self.degree is not None:  # GAT: no normalisation by degree
+            whole = self.degree[nodes].to(edges.device) - encoder.degree(edges, n)
+
+        def propagation(view_edges: Tensor, _: Tensor | None) -> Tensor | tuple[Tensor, ...]:
+            degree = None if whole is None else whole + encoder.degree(view_edges, n)
+            graph = encoder.propagation_graph(view_edges, n, degree)
+            return trimmed(graph, edges, seeds, encoder.num_layers) if self.trim else graph
+
+        return propagation
 
     def epoch(self, max_steps: int | None = None) -> float:
         """One pass over the seed nodes (the first ``max_steps >= 1`` steps of it, if given);
@@ -362,21 +366,24 @@ class MinibatchTrainer(Trainer):
             total /= self.world
         return float(total) / steps
 
-    def embed(self, encoder: GraphEncoder | None = None) -> Tensor:
-        """Every node's embedding (``config.embedding``) by :func:`layerwise_embeddings`,
-        with ``encoder`` (default: the trained one)."""
-        encoder = encoder or self.encoder
+    @torch.no_grad()
+    def embed(self) -> Tensor:
+        """Every node's embedding: the built-in encoder's by :func:`layerwise_embeddings`
+        (in bounded memory), any other encoder's by one forward on the whole graph."""
+        encoder = self.encoder
         was_training = encoder.training
         encoder.eval()
-        config = self.config
-        out = layerwise_embeddings(
-            encoder,
-            self.x,
-            self.one_hop,
-            self.degree,
-            config.batch_size,
-            config.embedding,
-            self.device,
-        )
+        if self.builtin:
+            out = layerwise_embeddings(
+                encoder,
+                self.x,
+                self.one_hop,
+                self.degree,
+                self.config.batch_size,
+                encoder.readout,
+                self.device,
+            )
+        else:
+            out = encoder(self.x.to(self.device), self.edge_index.to(self.device)).cpu()
         encoder.train(was_training)
         return out

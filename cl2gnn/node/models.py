@@ -1,18 +1,23 @@
-"""GRACE's encoder (two graph convolutions, the first to twice the hidden width) and its
-projection head, with GAT and GraphSAGE options and three read-outs for the probe."""
+"""GRACE's encoder (graph convolutions, all but the last twice the output width), of any
+depth, with GAT and GraphSAGE options and three read-outs for the probe, and GRACE's
+projection head."""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import torch
 from torch import Tensor
+from torch.nn import Identity
+from torch_geometric.data import Data
 from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from torch_geometric.transforms import NormalizeFeatures
 from torch_geometric.utils import degree as degree_of
 from torch_geometric.utils import softmax, spmm, to_torch_csr_tensor
 
-from .features import ColumnMasked, SparseFeatures
+from .features import ColumnMasked, SparseFeatures, prepare_features
 from .names import EMBEDDINGS, ENCODERS
 
 ACTIVATIONS = {
@@ -25,27 +30,50 @@ ACTIVATIONS = {
 
 
 class GraphEncoder(torch.nn.Module):
-    """``act(norm(conv2(act(norm(conv1(x))))))``, ``conv1: in -> first_hidden`` (GRACE's
-    ``2 · hidden`` by default), ``conv2: -> hidden``.
+    r"""GRACE's encoder, of any depth: ``layers`` graph convolutions, each followed by
+    (optional) batch norm and the activation,
 
-    ``conv="sage"`` is GraphSAGE's convolution, ``W_self h_i + W_nbr mean_{j∈N(i)} h_j``:
+    .. math::
+        h^{(l)} = \sigma\big(\mathrm{norm}(\mathrm{conv}_l(h^{(l-1)}, A))\big),
+        \qquad h^{(0)} = x,
+
+    the last one ``hidden`` wide and the others ``first_hidden`` (GRACE's ``2 · hidden`` by
+    default). ``conv="sage"`` is GraphSAGE's convolution, ``W_self h_i + W_nbr mean_j h_j``:
     each node's own features keep their own weights beside the neighbours' mean (the
     ego/neighbour separation of heterophily-aware GNNs), where GCN averages them together.
 
+    Called as any PyG model, ``encoder(x, edge_index, edge_weight=None)``, it returns the
+    embedding the probe reads (``readout``), on any graph with the same feature width: the
+    input normalisation and the graph's normalisation are its own business. Training
+    calls :meth:`encode` (the last layer) on views it prepared once per step
+    (:meth:`prepare`, :meth:`propagation_graph`).
+
     Args:
         in_dim (int): input features.
-        hidden (int): output width.
+        hidden (int): the last layer's width.
         activation (str, optional): ``"relu"``, ``"prelu"``, ``"rrelu"``, ``"elu"`` or
             ``"none"`` (a linear encoder) (default: ``"relu"``).
         conv (str, optional): ``"gcn"``, ``"sage"`` or ``"gat"`` (default: ``"gcn"``).
-        heads (int, optional): GAT's heads in the first layer (default: ``4``).
-        first_hidden (int, optional): the first layer's width (default: ``2 · hidden``).
+        heads (int, optional): GAT's heads in every layer but the last (default: ``4``).
+        layers (int, optional): graph convolutions (default: ``2``).
+        first_hidden (int, optional): the other layers' width (default: ``2 · hidden``).
         out_activation (bool, optional): the activation after the last layer too
             (default: ``True``).
         batch_norm (bool, optional): batch normalisation before each activation (BGRL's
             encoder) (default: ``False``).
         self_loops (bool, optional): GCN's added self-loops, ``Â = D^-½(A+I)D^-½``;
             ``False`` normalises the graph as it is (default: ``True``).
+        readout (str, optional): what :meth:`forward` returns: ``"last"`` the last layer,
+            ``"concat"`` every layer side by side (jumping-knowledge concatenation),
+            ``"layers"`` every layer with the input, each row unit-normalised
+            (default: ``"last"``).
+        normalize_features (bool, optional): row-normalise the input first (PyG's
+            ``NormalizeFeatures``) (default: ``False``).
+
+    Shapes:
+        - **input:** node features :math:`(N, F_{in})`, edge indices :math:`(2, E)`,
+          edge weights :math:`(E)` *(optional; GCN and GraphSAGE)*
+        - **output:** :math:`(N, \text{out})`, ``out`` from :attr:`out_channels`
     """
 
     def __init__(
@@ -56,58 +84,137 @@ class GraphEncoder(torch.nn.Module):
         conv: str = "gcn",
         heads: int = 4,
         *,
+        layers: int = 2,
         first_hidden: int | None = None,
         out_activation: bool = True,
         batch_norm: bool = False,
         self_loops: bool = True,
+        readout: str = "last",
+        normalize_features: bool = False,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         if conv not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {conv!r}")
-        self.kind, self.self_loops = conv, self_loops
+        check_readout(readout)
+        for name, value in (("in_dim", in_dim), ("hidden", hidden), ("layers", layers)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         first = 2 * hidden if first_hidden is None else first_hidden
-        if conv == "gcn":  # normalised once per view by propagation_graph, then SpMM
-            self.conv1 = GCNConv(in_dim, first, normalize=False)
-            self.conv2 = GCNConv(first, hidden, normalize=False)
-        elif conv == "sage":  # "sum" over the row-normalised adjacency: the neighbours' mean
-            self.conv1 = SAGEConv(in_dim, first, aggr="sum")
-            self.conv2 = SAGEConv(first, hidden, aggr="sum")
-        else:
-            if first % heads:
-                raise ValueError(f"the first layer's width {first} must divide by {heads} heads")
-            self.conv1 = GATConv(in_dim, first // heads, heads=heads)
-            self.conv2 = GATConv(first, hidden, heads=1)
-        self.act1 = ACTIVATIONS[activation]()
-        self.act2 = ACTIVATIONS[activation]() if out_activation else torch.nn.Identity()
-        norm = torch.nn.BatchNorm1d if batch_norm else lambda _: torch.nn.Identity()
-        self.norm1, self.norm2 = norm(first), norm(hidden)
+        if conv == "gat" and layers > 1 and first % heads:
+            raise ValueError(f"the first layer's width {first} must divide by {heads} heads")
+        self.kind, self.self_loops, self.readout = conv, self_loops, readout
+        self.normalize_features = normalize_features
+        self._spec = dict(
+            in_dim=in_dim,
+            hidden=hidden,
+            activation=activation,
+            conv=conv,
+            heads=heads,
+            layers=layers,
+            first_hidden=first_hidden,
+            out_activation=out_activation,
+            batch_norm=batch_norm,
+            self_loops=self_loops,
+            readout=readout,
+            normalize_features=normalize_features,
+        )
+        widths = [in_dim] + [first] * (layers - 1) + [hidden]
+        self.widths = widths
+        self.convs = torch.nn.ModuleList()
+        for index, (a, b) in enumerate(itertools.pairwise(widths)):
+            last = index == layers - 1
+            if conv == "gcn":  # normalised once per view by propagation_graph, then SpMM
+                self.convs.append(GCNConv(a, b, normalize=False))
+            elif conv == "sage":  # "sum" over the row-normalised adjacency: the mean
+                self.convs.append(SAGEConv(a, b, aggr="sum"))
+            else:
+                self.convs.append(GATConv(a, b, heads=1) if last else GATConv(a, b // heads, heads))
+        self.acts = torch.nn.ModuleList(
+            ACTIVATIONS[activation]() if index < layers - 1 or out_activation else Identity()
+            for index in range(layers)
+        )
+        norm = torch.nn.BatchNorm1d if batch_norm else lambda _: Identity()
+        self.norms = torch.nn.ModuleList(norm(width) for width in widths[1:])
+
+    @property
+    def spec(self) -> dict:
+        """The constructor's arguments (plain values): what rebuilds this encoder."""
+        return dict(self._spec)
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
+    @property
+    def out_channels(self) -> int:
+        """The width of :meth:`forward`'s output (the read-out)."""
+        if self.readout == "last":
+            return self.widths[-1]
+        layers = sum(self.widths[1:])
+        return layers + (self.widths[0] if self.readout == "layers" else 0)
 
     def reset_parameters(self) -> None:
-        for module in (self.conv1, self.conv2, self.norm1, self.norm2, self.act1, self.act2):
+        for module in (*self.convs, *self.norms, *self.acts):
             if hasattr(module, "reset_parameters"):
                 module.reset_parameters()
 
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.widths[0]}, {self.widths[-1]}, conv={self.kind!r}, "
+            f"layers={self.num_layers}, readout={self.readout!r})"
+        )
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        """The embedding (:attr:`readout`) of every node of the graph ``edge_index``, as
+        PyG's models are called."""
+        prepared = self.prepare(x)
+        graph = self.propagation_graph(edge_index, x.size(0), edge_weight=edge_weight)
+        return self.embed(prepared, graph)
+
+    def normalize(self, x: Tensor) -> Tensor:
+        """The input as the first layer reads it (row-normalised with
+        ``normalize_features``)."""
+        return NormalizeFeatures()(Data(x=x)).x if self.normalize_features else x
+
+    def prepare(self, x: Tensor) -> Tensor | SparseFeatures:
+        """:meth:`normalize`, then sparse bag-of-words kept sparse (:func:`prepare_features`):
+        what :meth:`encode` and :meth:`embed` read, made once for many views."""
+        return prepare_features(self.normalize(x))
+
     def propagation_graph(
-        self, edge_index: Tensor, num_nodes: int, degree: Tensor | None = None
+        self,
+        edge_index: Tensor,
+        num_nodes: int,
+        degree: Tensor | None = None,
+        edge_weight: Tensor | None = None,
     ) -> Tensor:
         """What the convolutions consume, as a CSR ``adj_t`` (one SpMM per layer): for GCN
         the normalised ``Â = D^-½(A+I)D^-½``, for GraphSAGE the row-normalised ``D^-1 A``
-        (a node without neighbours aggregates zeros); for GAT the ``edge_index`` itself.
+        (a node without neighbours aggregates zeros), both weighted by ``edge_weight`` if
+        given; for GAT the ``edge_index`` itself (it takes no weights).
 
         ``degree`` (``[num_nodes]``, from :meth:`degree` on the whole graph): for a subgraph
         that holds all in-edges of the nodes whose outputs are kept (layer-wise inference),
         the whole graph's normalisation, so that those rows equal the full-graph ones."""
         if self.kind == "gat":
+            if edge_weight is not None:
+                raise ValueError("edge_weight: the GAT encoder takes no edge weights")
             return edge_index
+        if edge_weight is not None and degree is not None:
+            raise ValueError("edge_weight: a sampled graph's normalisation takes no weights")
         if degree is None:
             if self.kind == "gcn":
                 edge_index, weight = gcn_norm(
-                    edge_index, None, num_nodes, add_self_loops=self.self_loops
+                    edge_index, edge_weight, num_nodes, add_self_loops=self.self_loops
                 )
-            else:
+            elif edge_weight is None:
                 weight = 1.0 / degree_of(edge_index[1], num_nodes)[edge_index[1]]
+            else:  # the weighted mean of the in-neighbours
+                total = torch.zeros(num_nodes, dtype=edge_weight.dtype, device=edge_weight.device)
+                total = total.index_add(0, edge_index[1], edge_weight)
+                weight = edge_weight / total[edge_index[1]]
         elif self.kind == "gcn":
             if self.self_loops:  # gcn_norm's self-loops: one of weight 1 per node
                 edge_index = edge_index[:, edge_index[0] != edge_index[1]]
@@ -160,30 +267,30 @@ class GraphEncoder(torch.nn.Module):
         return degree - loops + 1
 
     def _first_conv(self, x: Tensor | SparseFeatures | ColumnMasked, graph: Tensor) -> Tensor:
+        conv = self.convs[0]
         rows = graph.size(0) if graph.layout == torch.sparse_csr else x.size(0)
         if isinstance(x, Tensor):
-            return self.conv1(self._pair(x, graph), graph)
+            return conv(self._pair(x, graph), graph)
         if self.kind == "gat":
-            return self.conv1(x.to_dense(), graph)
+            return conv(x.to_dense(), graph)
         if isinstance(x, ColumnMasked):  # the convolutions' own steps, the mask on W
             return self._column_masked_conv(x, graph, rows)
         if self.kind == "sage":  # W_nbr (Ā X) + b + W_self X with the fixed sparse X
-            conv = self.conv1
             neighbours = spmm(graph, x.matmul(conv.lin_l.weight.T)) + conv.lin_l.bias
             return neighbours + x.matmul(conv.lin_r.weight.T)[:rows]
         # GCNConv's Â (X W) + b with the fixed sparse X (its column mask moved to W)
-        return spmm(graph, x.matmul(self.conv1.lin.weight.T)) + self.conv1.bias
+        return spmm(graph, x.matmul(conv.lin.weight.T)) + conv.bias
 
     def _column_masked_conv(self, x: ColumnMasked, graph: Tensor, rows: int) -> Tensor:
-        """``conv1`` on ``X diag(m)``, step by step as PyG's ``SAGEConv`` (aggregate, then
-        ``lin_l``, plus ``lin_r`` of the targets) and ``GCNConv`` (``lin``, propagate, bias)
-        compute it, each weight's columns masked instead of ``X``'s."""
+        """The first convolution on ``X diag(m)``, step by step as PyG's ``SAGEConv``
+        (aggregate, then ``lin_l``, plus ``lin_r`` of the targets) and ``GCNConv`` (``lin``,
+        propagate, bias) compute it, each weight's columns masked instead of ``X``'s."""
         linear = torch.nn.functional.linear
+        conv = self.convs[0]
         if self.kind == "sage":
-            conv = self.conv1
             neighbours = linear(spmm(graph, x.x), x.masked(conv.lin_l.weight), conv.lin_l.bias)
             return neighbours + linear(x.x[:rows], x.masked(conv.lin_r.weight))
-        return spmm(graph, linear(x.x, x.masked(self.conv1.lin.weight))) + self.conv1.bias
+        return spmm(graph, linear(x.x, x.masked(conv.lin.weight))) + conv.bias
 
     def _pair(self, x: Tensor, graph: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         """GraphSAGE's input as (sources, targets): a trimmed graph (:func:`first_rows`) keeps
@@ -193,37 +300,43 @@ class GraphEncoder(torch.nn.Module):
         return x, x[: graph.size(0)]
 
     def layer(self, index: int, x: Tensor | SparseFeatures, graph: Tensor) -> Tensor:
-        """Layer ``index`` (0 or 1) with its activation, on ``graph`` (from
-        :meth:`propagation_graph`, or its :func:`first_rows`): the two steps of
-        :meth:`forward`."""
-        if index == 0:
-            return self.act1(self.norm1(self._first_conv(x, graph)))
-        return self.act2(self.norm2(self.conv2(self._pair(x, graph), graph)))
+        """Layer ``index`` with its normalisation and activation, on ``graph`` (from
+        :meth:`propagation_graph`, or its :func:`first_rows`)."""
+        out = (
+            self._first_conv(x, graph)
+            if index == 0
+            else self.convs[index](self._pair(x, graph), graph)
+        )
+        return self.acts[index](self.norms[index](out))
 
-    def forward(
-        self,
-        x: Tensor | SparseFeatures,
-        graph: Tensor | tuple[Tensor, Tensor],
-        readout: str = "last",
-    ) -> Tensor:
-        """``graph``: the output of :meth:`propagation_graph`, or one graph per layer, each
-        layer's trimmed to the rows the next one reads (:func:`first_rows`; the output then
-        holds the second graph's rows). ``readout`` (an embedding for the probe): ``"last"``
-        the last layer ``[N, hidden]``; ``"concat"`` both layers side by side
-        (jumping-knowledge concatenation, ``[N, 3·hidden]``); ``"layers"`` every layer, the
-        input features included, each row scaled to unit length so that no layer outweighs
-        the others by its scale (``[N, in + 3·hidden]``)."""
-        check_readout(readout)
-        first_graph, last_graph = graph if isinstance(graph, tuple) else (graph, graph)
-        first = self.layer(0, x, first_graph)
-        return read_out(x, first, self.layer(1, first, last_graph), readout)
+    def _layers(self, x, graph) -> list[Tensor]:
+        graphs = graph if isinstance(graph, tuple | list) else [graph] * self.num_layers
+        if len(graphs) != self.num_layers:
+            raise ValueError(f"graph: one per layer ({self.num_layers}), got {len(graphs)}")
+        outputs, h = [], x
+        for index, layer_graph in enumerate(graphs):
+            h = self.layer(index, h, layer_graph)
+            outputs.append(h)
+        return outputs
+
+    def encode(self, x: Tensor | SparseFeatures | ColumnMasked, graph) -> Tensor:
+        """The last layer's output, what training's losses read: ``x`` from :meth:`prepare`
+        (or a view of it), ``graph`` from :meth:`propagation_graph`, or one graph per layer,
+        each trimmed to the rows the next one reads (:func:`first_rows`; the output then
+        holds the last graph's rows)."""
+        return self._layers(x, graph)[-1]
+
+    def embed(self, x: Tensor | SparseFeatures, graph) -> Tensor:
+        """:attr:`readout` of the layers' outputs on ``x`` (from :meth:`prepare`) and
+        ``graph`` (as :meth:`encode` takes it)."""
+        return read_out(x, self._layers(x, graph), self.readout)
 
     # -- layer-wise inference: each layer's linear map once per node, then one propagation
 
     def _maps(self, index: int) -> tuple[torch.nn.Module, Tensor, Tensor | None, Tensor | None]:
         """Layer ``index``'s convolution, its weight on the sources' features, its bias and
         (GraphSAGE) its weight on the target's own features."""
-        conv = self.conv1 if index == 0 else self.conv2
+        conv = self.convs[index]
         if self.kind == "gcn":
             return conv, conv.lin.weight, conv.bias, None
         if self.kind == "sage":
@@ -247,7 +360,7 @@ class GraphEncoder(torch.nn.Module):
         mapped = x.matmul(weight.T)
         if self.kind != "gat":
             return mapped
-        conv = self.conv1 if index == 0 else self.conv2
+        conv = self.convs[index]
         heads = mapped.view(-1, conv.heads, conv.out_channels)
         source = (heads * conv.att_src).sum(-1)
         target = (heads * conv.att_dst).sum(-1)
@@ -287,8 +400,7 @@ class GraphEncoder(torch.nn.Module):
             out = out + bias
         if own is not None:
             out = out + targets.matmul(own.T)  # a Tensor's or SparseFeatures' product
-        norm, act = (self.norm1, self.act1) if index == 0 else (self.norm2, self.act2)
-        return act(norm(out))
+        return self.acts[index](self.norms[index](out))
 
     @staticmethod
     def _attend(conv: GATConv, sources: Tensor, targets: Tensor, adj: Tensor) -> Tensor:
@@ -329,15 +441,15 @@ def check_readout(readout: str) -> None:
         raise ValueError(f"readout must be one of {EMBEDDINGS}, got {readout!r}")
 
 
-def read_out(x: Tensor | SparseFeatures, first: Tensor, last: Tensor, readout: str) -> Tensor:
-    """The embedding :meth:`GraphEncoder.forward` returns for ``readout``, from the input and
-    the two layers' outputs."""
+def read_out(x: Tensor | SparseFeatures, layers: list[Tensor], readout: str) -> Tensor:
+    """The embedding :meth:`GraphEncoder.embed` returns for ``readout``, from the input and
+    every layer's output."""
     if readout == "last":
-        return last
+        return layers[-1]
     if readout == "concat":
-        return torch.cat([first, last], dim=-1)
+        return torch.cat(layers, dim=-1)
     x = x if isinstance(x, Tensor) else x.to_dense()
-    return torch.cat([torch.nn.functional.normalize(h, dim=-1) for h in (x, first, last)], -1)
+    return torch.cat([torch.nn.functional.normalize(h, dim=-1) for h in (x, *layers)], -1)
 
 
 class ProjectionHead(torch.nn.Module):

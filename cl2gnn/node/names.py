@@ -24,6 +24,7 @@ METHODS = (
 PROTOCOLS = ("grace", "gca", "public", "splits")
 
 ENCODERS = ("gcn", "sage", "gat")
+ACTIVATIONS = ("relu", "prelu", "rrelu", "elu", "none")  # "none": a linear encoder
 # what the probe reads: the last layer, both layers (jumping knowledge), or every layer with
 # the input features, each unit-normalised
 EMBEDDINGS = ("last", "concat", "layers")

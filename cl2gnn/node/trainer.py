@@ -1,28 +1,30 @@
-"""What the full-batch and the mini-batch trainer share: the encoder, the method, the
-optimiser, one optimisation step, and the interface :func:`~cl2gnn.node.fit.fit` drives."""
+"""What the full-batch and the mini-batch trainer share: the encoder (the built-in one, or
+any module the user brings), the method, the views, the optimiser, one optimisation step,
+and the interface :func:`~cl2gnn.node.fit.fit` drives."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from torch import Tensor
+from torch_geometric import seed_everything
 from torch_geometric.data import Data
-from torch_geometric.transforms import NormalizeFeatures
 
 from .config import NodeConfig
-from .methods import NodeMethod, ViewBatch, make_method
+from .features import with_column_mask
+from .inputs import check_encoder, check_graph, output_width, takes_edge_weight
+from .methods import EncoderInput, NodeMethod, ViewBatch, make_method
 from .models import GraphEncoder
-from .names import EMBEDDINGS
-from .views import seed_everything
+from .views import View, augment_with_column_mask, config_views, view_pair
 
 
 class EncoderAndMethod(torch.nn.Module):
     """The encoder and the method as one module, whose forward is a step's loss (so that
     DDP sees one forward per step, and every trainable parameter in it)."""
 
-    def __init__(self, encoder: GraphEncoder, method: NodeMethod) -> None:
+    def __init__(self, encoder: torch.nn.Module, method: NodeMethod) -> None:
         super().__init__()
         self.encoder, self.method = encoder, method
 
@@ -30,13 +32,35 @@ class EncoderAndMethod(torch.nn.Module):
         return self.method(self.encoder, batch)
 
 
+def builtin_encoder(in_dim: int, config: NodeConfig) -> GraphEncoder:
+    """The built-in encoder a configuration describes."""
+    return GraphEncoder(
+        in_dim,
+        config.hidden,
+        config.activation,
+        config.encoder,
+        layers=config.layers,
+        first_hidden=config.first_hidden,
+        out_activation=config.out_activation,
+        batch_norm=config.batch_norm,
+        self_loops=config.self_loops,
+        readout=config.embedding,
+        normalize_features=config.normalize_features,
+    )
+
+
 class Trainer:
     """The state of one training run on ``data`` with ``method`` (a registered name, or an
     objective ``(z1, z2, h1, h2) -> loss``).
 
-    Subclasses define :meth:`epoch` (one pass over the nodes; the mean loss) and :meth:`embed`
-    (every node's embedding, with the trained encoder or another one such as a weight
-    average); :func:`~cl2gnn.node.fit.fit` drives either.
+    ``encoder``: any ``torch.nn.Module`` called as ``encoder(x, edge_index)`` (with
+    ``edge_weight=`` where the graph has weights) returning ``[N, d]``; ``None``: the
+    built-in :class:`~cl2gnn.node.GraphEncoder` of ``config``. ``augment``: one view
+    (``Data -> Data``, a PyG transform) for both, a pair, or ``None`` (the configuration's
+    edge dropping and feature masking).
+
+    Subclasses define :meth:`epoch` (one pass over the nodes; the mean loss) and
+    :meth:`embed` (every node's embedding); :func:`~cl2gnn.node.fit.fit` drives either.
     """
 
     def __init__(
@@ -44,35 +68,55 @@ class Trainer:
         data: Data,
         method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
         config: NodeConfig,
+        *,
+        encoder: torch.nn.Module | None = None,
+        augment: View | Sequence[View] | None = None,
         seed: int = 0,
         device: str | torch.device = "cpu",
         distributed: str | None = None,
+        mask_generator: torch.Generator | None = None,
     ) -> None:
-        if config.embedding not in EMBEDDINGS:
-            raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {config.embedding!r}")
+        check_graph(data)
+        if not isinstance(config, NodeConfig):
+            raise ValueError(f"config must be a NodeConfig, got {type(config).__name__}")
         self.config, self.device = config, device
+        self.edge_weight = data.get("edge_weight")
+        self.builtin = encoder is None
         seed_everything(seed)
-        x = data.x
-        if config.normalize_features:
-            x = NormalizeFeatures()(Data(x=x)).x
-        self.features = x
-        self.encoder = GraphEncoder(
-            x.size(1),
-            config.hidden,
-            config.activation,
-            config.encoder,
-            first_hidden=config.first_hidden,
-            out_activation=config.out_activation,
-            batch_norm=config.batch_norm,
-            self_loops=config.self_loops,
-        )
+        if self.builtin:
+            encoder = builtin_encoder(data.num_features, config)
+            dim = config.hidden
+        else:
+            check_encoder(encoder)
+            if config.normalize_features:
+                raise ValueError(
+                    "normalize_features applies to the built-in encoder: with your own encoder, "
+                    "normalise data.x yourself (torch_geometric.transforms.NormalizeFeatures) "
+                    "and set normalize_features=False"
+                )
+            if self.edge_weight is not None and not takes_edge_weight(encoder):
+                raise ValueError(
+                    "data.edge_weight: the encoder's forward takes no edge_weight argument; "
+                    "remove the weights or accept edge_weight="
+                )
+            dim = output_width(encoder, data.x, data.edge_index)
+        self.encoder = encoder
         self.method = make_method(
             method,
             config,
+            dim=dim,
             num_nodes=data.num_nodes,
             graph=data.edge_index,
             distributed=distributed,
             encoder=self.encoder,
+        )
+        if self.edge_weight is not None and self.method.reads_graph:
+            raise ValueError(
+                f"data.edge_weight: method {self.method.name!r} takes the input graph's edges "
+                "as positives, which carry no weights"
+            )
+        self.views = view_pair(
+            augment, config_views(config.drop_edge, config.drop_feature, mask_generator)
         )
         self.model = EncoderAndMethod(self.encoder, self.method).to(device)
         self.label = getattr(self.method, "label", self.method.name)
@@ -81,6 +125,28 @@ class Trainer:
             params, lr=config.learning_rate, weight_decay=config.weight_decay
         )
         self.steps, self.steps_per_epoch = 0, 1
+
+    def view_input(
+        self, view: View, x: Tensor, prepared, edge_index: Tensor, propagation
+    ) -> EncoderInput:
+        """``view`` of the graph ``(x, edge_index)`` (and the whole graph's weights) as the
+        encoder reads it. The built-in encoder reads ``prepared`` (``x`` as
+        :meth:`~cl2gnn.node.GraphEncoder.prepare` made it) with the view's column mask kept
+        apart where the view allows it, and ``propagation(edge_index, edge_weight)``'s graph;
+        any other encoder the view's ``Data``."""
+        data = Data(x=x, edge_index=edge_index, num_nodes=x.size(0))
+        if self.edge_weight is not None:
+            data.edge_weight = self.edge_weight.to(x.device)
+        if not self.builtin:
+            out = view(data)
+            return EncoderInput(out.x, out.edge_index, out.get("edge_weight"))
+        out, keep = augment_with_column_mask(view, data)
+        if out.x is not x:  # a view of its own changed the features: they are what it says
+            features = out.x
+        else:
+            features = prepared if keep is None else with_column_mask(prepared, keep)
+        graph = propagation(out.edge_index, out.get("edge_weight"))
+        return EncoderInput(features, graph, prepared=True)
 
     @property
     def total_steps(self) -> int:
@@ -112,5 +178,5 @@ class Trainer:
     def epoch(self) -> float:
         raise NotImplementedError
 
-    def embed(self, encoder: GraphEncoder | None = None) -> Tensor:
+    def embed(self) -> Tensor:
         raise NotImplementedError

@@ -1,60 +1,130 @@
-"""The two augmented views of a graph: GRACE's edge dropping and feature masking, with
-PyG's ``dropout_edge`` and ``mask_feature``."""
+"""Augmented views of a graph as PyG transforms (``Data -> Data``): GRACE's edge dropping
+(:class:`DropEdge`, PyG's ``dropout_edge``) and feature-column masking (:class:`MaskFeatures`,
+drawn as PyG's ``mask_feature`` draws it). Any other PyG transform is a view too, and
+``torch_geometric.transforms.Compose`` chains them.
+
+The built-in encoder opts into one speed-up: where a view is made of these two alone, the
+column mask is kept apart and applied to its first layer's weight
+(:func:`augment_with_column_mask`), so that no view copies the features."""
 
 from __future__ import annotations
 
-import numpy as np
+import copy
+from collections.abc import Callable, Sequence
+
 import torch
 from torch import Tensor
-from torch_geometric.utils import dropout_edge, mask_feature
+from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform, Compose
+from torch_geometric.utils import dropout_edge
 
-from .features import ColumnMasked, SparseFeatures
-
-
-def augment(
-    x: Tensor | SparseFeatures,
-    edge_index: Tensor,
-    p_edge: float,
-    p_feature: float,
-    p_node: float = 0.0,
-    *,
-    feature_generator: torch.Generator | None = None,
-):
-    """One GRACE view: drop edges (PyG ``dropout_edge``) and mask feature columns, as PyG's
-    ``mask_feature`` draws them, on the first layer's weight instead of a copy of the
-    features (:class:`ColumnMasked`; :class:`SparseFeatures` with the mask); ``p_node > 0``
-    also zeroes that fraction of the nodes' whole feature rows (GraphMAE's node masking,
-    here a view to contrast).
-
-    ``feature_generator`` (a CPU generator) draws the column mask instead of torch's global
-    generator, one draw of ``x.size(1)`` numbers per call whatever ``p_feature``: several
-    processes whose generators are seeded alike mask the same columns (the edges and the
-    node rows stay on the global generator)."""
-    # the sparse path draws its own masks, so it does not get mask_feature's range check
-    for name, p in (("feature mask", p_feature), ("node mask", p_node)):
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"the {name} probability must lie in [0, 1], got {p}")
-    edge_index, _ = dropout_edge(edge_index, p=p_edge)
-    sparse = isinstance(x, SparseFeatures)
-    device = x.values.device if sparse else x.device
-    keep = None
-    if feature_generator is not None:
-        keep = (torch.rand(x.size(1), generator=feature_generator) >= p_feature).to(device)
-    if sparse:
-        dtype = x.values.dtype
-        if keep is None:
-            keep = torch.rand(x.size(1), device=device) >= p_feature
-        x = x.with_column_mask(keep.to(dtype))
-        if p_node > 0:
-            x = x.with_row_mask((torch.rand(x.size(0), device=device) >= p_node).to(dtype))
-        return x, edge_index
-    if keep is None and p_feature > 0:  # mask_feature's draw (it draws nothing at p = 0)
-        keep = torch.rand(x.size(1), device=device) >= p_feature
-    if p_node > 0:
-        x, _ = mask_feature(x, p=p_node, mode="row")
-    return (x if keep is None else ColumnMasked(x, keep.to(x.dtype))), edge_index
+View = Callable[[Data], Data]
 
 
-def seed_everything(seed: int) -> None:
-    torch.manual_seed(seed)
-    np.random.seed(seed)  # noqa: NPY002 -- seeds libraries that use the legacy global RNG
+def _probability(p: float, name: str) -> float:
+    if isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+    return float(p)
+
+
+class DropEdge(BaseTransform):
+    """Drops each edge with probability ``p`` (PyG's ``dropout_edge``), and its
+    ``edge_weight`` / ``edge_attr`` with it.
+
+    Args:
+        p (float): the probability of dropping an edge.
+    """
+
+    def __init__(self, p: float) -> None:
+        self.p = _probability(p, "p")
+
+    def forward(self, data: Data) -> Data:
+        data.edge_index, kept = dropout_edge(data.edge_index, p=self.p)
+        for key in ("edge_weight", "edge_attr"):
+            if data.get(key) is not None:
+                data[key] = data[key][kept]
+        return data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(p={self.p})"
+
+
+class MaskFeatures(BaseTransform):
+    """Masks each feature column with probability ``p``, the same columns on every node
+    (GRACE's feature masking; PyG's ``mask_feature(mode="col")``).
+
+    Args:
+        p (float): the probability of masking a column.
+        generator (torch.Generator, optional): a CPU generator to draw the mask from
+            instead of torch's global one; then one draw of ``F`` numbers per call whatever
+            ``p``, so that processes whose generators are seeded alike mask the same columns
+            (default: ``None``).
+    """
+
+    def __init__(self, p: float, generator: torch.Generator | None = None) -> None:
+        self.p, self.generator = _probability(p, "p"), generator
+
+    def keep(self, num_features: int, device: torch.device | str = "cpu") -> Tensor | None:
+        """The columns kept (booleans ``[num_features]``); ``None``: all of them (``p = 0``
+        draws nothing, as ``mask_feature`` draws nothing)."""
+        if self.generator is not None:
+            return (torch.rand(num_features, generator=self.generator) >= self.p).to(device)
+        if self.p == 0:
+            return None
+        return torch.rand(num_features, device=device) >= self.p
+
+    def forward(self, data: Data) -> Data:
+        keep = self.keep(data.x.size(1), data.x.device)
+        if keep is not None:
+            data.x = data.x * keep.to(data.x.dtype)
+        return data
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(p={self.p})"
+
+
+def config_views(
+    drop_edge: Sequence[float], drop_feature: Sequence[float], generator=None
+) -> tuple[View, View]:
+    """The two views of a configuration: ``Compose([DropEdge, MaskFeatures])`` with each
+    view's probabilities."""
+    return tuple(
+        Compose([DropEdge(drop_edge[v]), MaskFeatures(drop_feature[v], generator)]) for v in (0, 1)
+    )
+
+
+def view_pair(augment: View | Sequence[View] | None, default: tuple[View, View]):
+    """``augment`` as two views: one callable for both, a pair, or ``None`` (``default``)."""
+    if augment is None:
+        return default
+    if callable(augment):
+        return (augment, augment)
+    if isinstance(augment, Sequence) and len(augment) == 2 and all(map(callable, augment)):
+        return tuple(augment)
+    raise ValueError(
+        "augment must be a callable Data -> Data (a PyG transform) or a pair of them (one per "
+        f"view), got {augment!r}"
+    )
+
+
+def _steps(view: View) -> list[View]:
+    return [s for t in view.transforms for s in _steps(t)] if isinstance(view, Compose) else [view]
+
+
+def augment_with_column_mask(view: View, data: Data) -> tuple[Data, Tensor | None]:
+    """``view(data)`` with, where the view is :class:`DropEdge` and :class:`MaskFeatures`
+    alone, the feature columns kept returned apart (``None``: all) and ``data.x`` left as it
+    is, for an encoder that masks its weight instead; any other view is applied as it is
+    (``None``: its mask, if any, is in ``x``)."""
+    steps = _steps(view)
+    if not all(isinstance(step, DropEdge | MaskFeatures) for step in steps):
+        return view(data), None
+    keep, data = None, copy.copy(data)  # as BaseTransform's call: its tensors not written
+    for step in steps:
+        if isinstance(step, DropEdge):
+            data = step.forward(data)
+        else:
+            mask = step.keep(data.num_features, data.x.device)
+            if mask is not None:
+                keep = mask if keep is None else keep & mask
+    return data, keep

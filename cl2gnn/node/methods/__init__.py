@@ -14,7 +14,7 @@ from torch import Tensor
 
 from ..config import NodeConfig
 from ..names import METHODS
-from .base import NodeMethod, ViewBatch
+from .base import EncoderInput, NodeMethod, ViewBatch
 from .bgrl import BGRL
 from .cca_ssg import CCASSG
 from .contrastive import (
@@ -62,13 +62,15 @@ def make_method(
     method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
     config: NodeConfig,
     *,
+    dim: int,
     num_nodes: int,
     graph: Tensor | None = None,
     distributed: str | None = None,
     encoder: torch.nn.Module | None = None,
 ) -> NodeMethod:
     """Method ``method`` (a registered name, or an objective ``(z1, z2, h1, h2) -> loss``
-    on GRACE's scheme) for a graph of ``num_nodes`` nodes, checked against ``config``:
+    on GRACE's scheme) for an encoder of output width ``dim`` on a graph of ``num_nodes``
+    nodes, checked against ``config``:
     sampled keys, mini-batches and a process group only for the methods that take them;
     ``encoder`` is the online encoder (for methods with a target encoder)."""
     if callable(method):
@@ -95,13 +97,20 @@ def make_method(
         if config.num_keys is not None:
             raise ValueError("distributed takes no num_keys: the negatives are every rank's")
     return cls(
-        config, num_nodes=num_nodes, graph=graph, distributed=distributed, encoder=encoder, **extra
+        config,
+        dim=dim,
+        num_nodes=num_nodes,
+        graph=graph,
+        distributed=distributed,
+        encoder=encoder,
+        **extra,
     )
 
 
 __all__ = [
     "REGISTRY",
     "ContrastiveMethod",
+    "EncoderInput",
     "NodeMethod",
     "ViewBatch",
     "make_method",

@@ -10,7 +10,37 @@ import torch
 from torch import Tensor
 
 from ..config import NodeConfig
-from ..features import SparseFeatures
+from ..features import ColumnMasked, SparseFeatures
+
+
+@dataclass
+class EncoderInput:
+    """One view as the encoder reads it; calling it with an encoder (the online one, or a
+    copy such as a target encoder) runs that encoder on it.
+
+    Attributes:
+        x: the view's features.
+        graph: its ``edge_index``, or for the built-in encoder (``prepared``) the
+            propagation graph (:meth:`~cl2gnn.node.GraphEncoder.propagation_graph`), or one
+            per layer.
+        edge_weight: the edges' weights, passed as ``edge_weight=`` (``None``: not passed).
+        prepared: ``x`` and ``graph`` were prepared for the built-in encoder, whose
+            :meth:`~cl2gnn.node.GraphEncoder.encode` reads them (``x`` may keep a column mask
+            apart); else the encoder is called as PyG's models are,
+            ``encoder(x, edge_index[, edge_weight=])``.
+    """
+
+    x: Tensor | SparseFeatures | ColumnMasked
+    graph: Tensor | tuple[Tensor, ...]
+    edge_weight: Tensor | None = None
+    prepared: bool = False
+
+    def __call__(self, encoder: torch.nn.Module) -> Tensor:
+        if self.prepared:
+            return encoder.encode(self.x, self.graph)
+        if self.edge_weight is None:
+            return encoder(self.x, self.graph)
+        return encoder(self.x, self.graph, edge_weight=self.edge_weight)
 
 
 @dataclass
@@ -18,14 +48,13 @@ class ViewBatch:
     """Two augmented views of a graph, or of a sampled subgraph, for one training step.
 
     Attributes:
-        views: ``(features, propagation graph)`` of each view, the graph as the encoder's
-            :meth:`~cl2gnn.node.GraphEncoder.propagation_graph` returns it.
+        views: each view as the encoder reads it (:class:`EncoderInput`).
         edge_index: the un-augmented input graph ``[2, E]`` (the batch's local node ids).
         num_seeds: the loss is over rows ``0 … num_seeds - 1`` (every node in full-batch
             training; a mini-batch's seed nodes, which its sampler lists first).
     """
 
-    views: list[tuple[Tensor | SparseFeatures, Tensor]]
+    views: list[EncoderInput]
     edge_index: Tensor
     num_seeds: int
 
@@ -44,6 +73,8 @@ class NodeMethod(torch.nn.Module):
     * ``minibatch``: it trains on sampled mini-batches of nodes (``config.batch_size``);
     * ``spans_ranks``: its negatives span the ranks of a process group (``torchrun``);
     * ``per_node_state``: it keeps a state for every node of the graph (a memory bank);
+    * ``reads_graph``: its loss reads the input graph's edges (as positives), which do not
+      carry an ``edge_weight``;
     * ``min_batch_size``: the fewest seed nodes it can train on in one process's share of a
       mini-batch (``1``; contrastive methods need a negative, the kNN method ``k + 1``
       seeds): the batching merges a last batch too small for it into the one before, and a
@@ -51,6 +82,7 @@ class NodeMethod(torch.nn.Module):
 
     Args:
         config (NodeConfig): the run's configuration (the method reads its own fields).
+        dim (int): the width of the encoder's output (heads and predictors take it).
         num_nodes (int): the nodes of the graph (per-node state is sized by it).
         graph (Tensor, optional): the input graph ``[2, E]``, for methods that read it
             beyond the batch.
@@ -65,25 +97,27 @@ class NodeMethod(torch.nn.Module):
     minibatch: ClassVar[bool] = True
     spans_ranks: ClassVar[bool] = False
     per_node_state: ClassVar[bool] = False
+    reads_graph: ClassVar[bool] = False
     min_batch_size: ClassVar[int] = 1
 
     def __init__(
         self,
         config: NodeConfig,
         *,
+        dim: int,
         num_nodes: int,
         graph: Tensor | None = None,
         distributed: str | None = None,
         encoder: torch.nn.Module | None = None,
     ) -> None:
         super().__init__()
-        self.num_nodes = num_nodes
+        self.dim, self.num_nodes = dim, num_nodes
         self.distributed = distributed
 
     @staticmethod
     def encode(encoder: torch.nn.Module, batch: ViewBatch) -> list[Tensor]:
         """The encoder's output on each view, the seed rows only."""
-        return [encoder(x, graph)[: batch.num_seeds] for x, graph in batch.views]
+        return [view(encoder)[: batch.num_seeds] for view in batch.views]
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         raise NotImplementedError

@@ -3,37 +3,12 @@
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from ...graphs import pair_graph
-from ...nn import AlignConv
+from ...losses import BootstrapLoss
 from ..config import NodeConfig
 from .base import NodeMethod, ViewBatch
 from .target import TargetEncoder, predictor
-
-
-def bootstrap_loss(p1: Tensor, p2: Tensor, t1: Tensor, t2: Tensor) -> Tensor:
-    r"""BGRL's (and BYOL's) symmetric loss: each view's prediction aligned with the other
-    view's stop-gradient target,
-
-    .. math::
-        \mathcal{L} = 2 - \frac{1}{N} \sum_i \cos(p_{1,i}, \operatorname{sg} t_{2,i})
-                    - \frac{1}{N} \sum_i \cos(p_{2,i}, \operatorname{sg} t_{1,i}),
-
-    computed as :class:`~cl2gnn.nn.AlignConv`'s energy on the pair graph of the unit-norm
-    prediction and target rows: ``tr(Xᵀ L X) = Σ_i ‖p̂_i - t̂_i‖² = Σ_i (2 - 2 cos)``.
-
-    Shapes: ``p1, p2, t1, t2`` :math:`(N, d)`; output: scalar.
-    """
-    n = p1.size(0)
-    pairs = pair_graph(n, 2, device=p1.device)
-    align = AlignConv()
-    energy = sum(
-        align.energy(torch.cat([F.normalize(p, dim=-1), F.normalize(t.detach(), dim=-1)]), pairs)
-        for p, t in ((p1, t2), (p2, t1))
-    )
-    return energy / (2 * n)
 
 
 class BGRL(NodeMethod):
@@ -61,8 +36,9 @@ class BGRL(NodeMethod):
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
         super().__init__(config, encoder=encoder, **context)
         self.predictor = predictor(
-            config.hidden, config.predictor_hidden, config.predictor_layers, "prelu"
+            self.dim, config.predictor_hidden, config.predictor_layers, "prelu"
         )
+        self.loss = BootstrapLoss()
         self.target = TargetEncoder(
             encoder, config.ema_decay, cosine=config.ema_cosine, reinitialise=True
         )
@@ -70,7 +46,7 @@ class BGRL(NodeMethod):
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         h1, h2 = self.encode(encoder, batch)
         t1, t2 = (t[: batch.num_seeds] for t in self.target(batch))
-        return bootstrap_loss(self.predictor(h1), self.predictor(h2), t1, t2)
+        return self.loss(self.predictor(h1), self.predictor(h2), t1, t2)
 
     def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
         self.target.update(encoder, progress)

@@ -5,83 +5,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ...distributed import all_reduce_sum, is_distributed, shard_of
-from ...graphs import pair_graph
-from ...nn import AlignConv
+from ...losses import CCASSGLoss
 from ..config import NodeConfig
 from .base import NodeMethod, ViewBatch
-
-
-def standardize(h: Tensor) -> Tensor:
-    """Each column to zero mean and unit (unbiased) standard deviation over the rows; a
-    constant column (a dead unit in a small batch) stays zero instead of dividing by 0."""
-    return (h - h.mean(0)) / h.std(0).clamp(min=torch.finfo(h.dtype).eps)
-
-
-def standardize_across_ranks(h: Tensor, n: int) -> Tensor:
-    """:func:`standardize` of this rank's rows of every view ``h`` ``(views, rows, d)`` by
-    the columns' statistics over every rank's rows, ``n`` in all (differentiable)."""
-    centred = h - all_reduce_sum(h.sum(1, keepdim=True)) / n
-    variance = all_reduce_sum(centred.square().sum(1, keepdim=True)) / (n - 1)
-    # clamped before the square root: a dead unit's zero variance would give sqrt a 0/0
-    # gradient (NaN), which torch.std masks
-    return centred / variance.clamp(min=torch.finfo(h.dtype).eps ** 2).sqrt()
-
-
-def cca_ssg_loss(
-    h1: Tensor, h2: Tensor, decorrelation: float, distributed: str | None = None
-) -> Tensor:
-    r"""CCA-SSG's loss on the two views' embeddings, as the authors' code computes it: with
-    :math:`Z_v` the column-standardised :math:`H_v` and :math:`C = Z_1^\top Z_2 / N`,
-    :math:`C_v = Z_v^\top Z_v / N`,
-
-    .. math::
-        \mathcal{L} = -\operatorname{tr}(C)
-        + \lambda \big(\|I - C_1\|_F^2 + \|I - C_2\|_F^2\big).
-
-    The invariance term is half the paper's :math:`\|\tilde Z_1 - \tilde Z_2\|_F^2`
-    (:math:`\tilde Z = Z / \sqrt{N}`) less a constant, since standardised columns have a
-    fixed norm: :class:`~cl2gnn.nn.AlignConv`'s energy on the pair graph of the two views'
-    rows, ``Σ_i ‖z̃1_i - z̃2_i‖²``. The decorrelation acts on the :math:`d \times d` feature
-    Gram, whose non-zero spectrum is that of the :math:`N \times N` affinity Gram of
-    :class:`~cl2gnn.losses.SpectralContrastiveLoss`'s uniformity term.
-
-    With ``distributed`` (``"gather"`` or ``"ring"``, alike here) under a process group of
-    several ranks, each rank passes its rows of the global batch (any shares, one row or
-    more each) and the loss is that of the union of every rank's rows: the columns'
-    means and standard deviations over all :math:`N` rows, the invariance and the
-    :math:`d \times d` Grams summed over the ranks (three all-reduces of :math:`O(d^2)`,
-    nothing of size :math:`N` exchanged). Every rank returns the global loss, i.e.
-    ``world_size ×`` an equal share of it (:mod:`cl2gnn.distributed`'s convention): the
-    mean over ranks is the global loss, and the gradient on a rank's rows is
-    ``world_size ×`` the single-process one, which DDP's average over ranks makes exact.
-
-    Shapes: ``h1, h2`` :math:`(N, d)`, :math:`N \ge 2` (over all ranks); output: scalar.
-    """
-    n, d = h1.shape
-    shard = shard_of(h1, min_total=2) if is_distributed(distributed) else None
-    if shard is None:
-        if n < 2:
-            raise ValueError(f"CCA-SSG standardises over the nodes: needs at least 2, got {n}")
-        z1, z2 = standardize(h1) / n**0.5, standardize(h2) / n**0.5
-    else:
-        n = shard.total
-        z1, z2 = standardize_across_ranks(torch.stack([h1, h2]), n) / n**0.5
-    invariance = AlignConv().energy(torch.cat([z1, z2]), pair_graph(len(z1), 2, device=h1.device))
-    gram1, gram2 = z1.T @ z1, z2.T @ z2
-    if shard is not None:  # the ranks' sums, in one all-reduce
-        summed = all_reduce_sum(torch.cat([invariance[None], gram1.flatten(), gram2.flatten()]))
-        invariance, gram1, gram2 = summed[0], *summed[1:].view(2, d, d)
-    constant = d * (n - 1) / n  # ‖Z̃_v‖² per view: n - 1 per standardised column, over n
-    eye = torch.eye(d, dtype=h1.dtype, device=h1.device)
-    decor = (eye - gram1).square().sum() + (eye - gram2).square().sum()
-    return 0.5 * invariance - constant + decorrelation * decor
 
 
 class CCASSG(NodeMethod):
     r"""CCA-SSG (Zhang et al., *From Canonical Correlation Analysis to Self-supervised Graph
     Neural Networks*, NeurIPS 2021): invariance between the two views' standardised
-    embeddings plus decorrelation of the embedding dimensions (:func:`cca_ssg_loss`); no
+    embeddings plus decorrelation of the embedding dimensions
+    (:class:`~cl2gnn.losses.CCASSGLoss`); no
     projector, no negatives.
 
     In the message-passing reading the invariance is alignment on the pair graph
@@ -101,10 +34,8 @@ class CCASSG(NodeMethod):
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
-        if not config.decorrelation >= 0:
-            raise ValueError(f"decorrelation must be >= 0, got {config.decorrelation}")
-        self.decorrelation = config.decorrelation
+        self.loss = CCASSGLoss(config.decorrelation, self.distributed)
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         h1, h2 = self.encode(encoder, batch)
-        return cca_ssg_loss(h1, h2, self.decorrelation, self.distributed)
+        return self.loss(h1, h2)

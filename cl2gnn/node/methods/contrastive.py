@@ -64,7 +64,7 @@ class ContrastiveMethod(NodeMethod):
         super().__init__(config, **context)
         self.temperature = config.temperature
         self.num_keys = config.num_keys
-        self.head = ProjectionHead(config.hidden, config.proj_hidden)
+        self.head = ProjectionHead(self.dim, config.proj_hidden)
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         h1, h2 = self.encode(encoder, batch)
@@ -168,7 +168,7 @@ class MultiStage(ContrastiveMethod):
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
-        memory = MultiStageMemory(self.num_nodes, config.hidden, stages=2, warmup=20)
+        memory = MultiStageMemory(self.num_nodes, self.dim, stages=2, warmup=20)
         self.multistage = MultiStageAlignmentLoss(memory)
 
     def objective(self, z1, z2, h1, h2):
@@ -212,13 +212,12 @@ class Neighbors(ContrastiveMethod):
     name = "neighbors"
     takes_keys = True
     minibatch = False
+    reads_graph = True
 
     def __init__(self, config: NodeConfig, *, graph: Tensor | None = None, **context) -> None:
         super().__init__(config, graph=graph, **context)
         if graph is None:
             raise ValueError(f"the {self.name!r} method needs the input graph")
-        if not config.neighbor_weight > 0:
-            raise ValueError(f"neighbor_weight must be > 0, got {config.neighbor_weight}")
         n = self.num_nodes
         graph = graph[:, graph[0] != graph[1]]  # a node's own view is already a pair
         pairs = pair_graph(n, 2, device=graph.device)

@@ -7,8 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, sort_edge_index
 
-from ..._validation import check_integer
-from ...nn._graph import edge_dot
+from ...losses import GraphACLLoss
 from ..config import NodeConfig
 from .base import NodeMethod, ViewBatch
 from .target import TargetEncoder, predictor
@@ -37,51 +36,12 @@ def sample_neighbours(edge_index: Tensor, num_nodes: int, samples: int) -> Tenso
     return torch.stack([source[chosen], target[chosen]])
 
 
-def graphacl_loss(
-    p: Tensor,
-    u: Tensor,
-    z: Tensor,
-    positives: Tensor,
-    temperature: float,
-    negatives: Tensor | None = None,
-) -> Tensor:
-    r"""GraphACL's loss: anchor ``i``'s unit-norm prediction ``p_i`` and online embedding
-    ``z_i``, the unit-norm target embeddings ``u`` of every row; each positive edge
-    ``k -> i`` (a neighbour ``k`` of anchor ``i``) contributes
-
-    .. math::
-        \log\Big(e^{p_i^\top u_k / \tau} + \sum_{j \in Q_i} e^{z_i^\top z_j / \tau}\Big)
-        - p_i^\top u_k / \tau,
-
-    averaged over each anchor's positives and then over the anchors that have any. The
-    negatives :math:`Q_i` are ``negatives[i]`` (anchor indices: GraphACL's sampled
-    negatives) or, with ``None``, every anchor (its dense form, ``j = i`` included).
-
-    Shapes: ``p, z`` :math:`(S, d)` (the anchors), ``u`` :math:`(R, d)`, ``positives``
-    :math:`(2, E)` (sources in ``0 … R-1``, targets in ``0 … S-1``), ``negatives``
-    :math:`(S, K)`; output: scalar.
-    """
-    anchors = z.size(0)
-    anchor = positives[1]
-    positive = edge_dot(p, u, positives) / temperature
-    if negatives is None:
-        negative = torch.logsumexp(z @ z.T / temperature, dim=1)
-    else:
-        negative = torch.logsumexp((z[:, None, :] * z[negatives]).sum(-1) / temperature, dim=1)
-    per_edge = torch.logaddexp(positive, negative[anchor]) - positive
-    count = torch.bincount(anchor, minlength=anchors)
-    per_anchor = torch.zeros(anchors, dtype=per_edge.dtype, device=z.device).index_add(
-        0, anchor, per_edge / count[anchor]
-    )
-    return per_anchor[count > 0].mean()
-
-
 class GraphACL(NodeMethod):
     r"""GraphACL (Xiao et al., *Simple and Asymmetric Graph Contrastive Learning without
     Augmentations*, NeurIPS 2023): a predictor on a node's online embedding is aligned,
     through InfoNCE, with the target embeddings of its one-hop neighbours (a target encoder
     following the online one by a moving average), against negatives drawn among the nodes
-    (:func:`graphacl_loss`); no augmentation.
+    (:class:`~cl2gnn.losses.GraphACLLoss`); no augmentation.
 
     In the message-passing reading this is alignment on the *input* graph
     (:class:`~cl2gnn.nn.AlignConv` on :math:`A`, not on an augmentation graph) through an
@@ -97,24 +57,22 @@ class GraphACL(NodeMethod):
     """
 
     name = "graphacl"
+    reads_graph = True
 
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
         super().__init__(config, encoder=encoder, **context)
-        if config.num_samples is not None:
-            check_integer(config.num_samples, "num_samples", 1)
-        if not config.temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {config.temperature}")
-        self.temperature, self.num_samples = config.temperature, config.num_samples
+        self.num_samples = config.num_samples
         self.self_loops = config.self_loops
         self.predictor = predictor(
-            config.hidden, config.predictor_hidden, config.predictor_layers, "relu"
+            self.dim, config.predictor_hidden, config.predictor_layers, "relu"
         )
+        self.loss = GraphACLLoss(config.temperature)
         self.target = TargetEncoder(encoder, config.ema_decay, cosine=config.ema_cosine)
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         view = batch.views[0]  # one view: GraphACL needs no augmentation
         seeds = batch.num_seeds
-        h = encoder(*view)
+        h = view(encoder)
         (u,) = self.target(ViewBatch([view], batch.edge_index, seeds))
         edges = batch.edge_index
         edges = edges[:, edges[1] < seeds]  # the seeds' neighbours
@@ -126,7 +84,7 @@ class GraphACL(NodeMethod):
             negatives = torch.randint(seeds, (seeds, self.num_samples), device=h.device)
         z = F.normalize(h[:seeds], dim=-1)
         p = F.normalize(self.predictor(h[:seeds]), dim=-1)
-        return graphacl_loss(p, F.normalize(u, dim=-1), z, edges, self.temperature, negatives)
+        return self.loss(p, F.normalize(u, dim=-1), z, edges, negatives)
 
     def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
         self.target.update(encoder, progress)

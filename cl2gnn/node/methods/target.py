@@ -9,6 +9,7 @@ import math
 import torch
 from torch import Tensor
 from torch_geometric.nn import MLP
+from torch_geometric.nn.inits import reset
 
 from .base import ViewBatch
 
@@ -41,8 +42,8 @@ class TargetEncoder(torch.nn.Module):
         if not 0.0 <= decay <= 1.0:
             raise ValueError(f"ema_decay must lie in [0, 1], got {decay}")
         self.encoder = copy.deepcopy(encoder)
-        if reinitialise:
-            self.encoder.reset_parameters()
+        if reinitialise:  # every submodule's reset_parameters (any encoder)
+            reset(self.encoder)
         self.encoder.requires_grad_(False)
         self.decay, self.cosine = decay, cosine
 
@@ -68,7 +69,7 @@ class TargetEncoder(torch.nn.Module):
         """The target's outputs on each view, all rows (in training mode, as the online
         encoder runs: batch norm normalises by the batch's statistics)."""
         self.encoder.train()
-        return [self.encoder(x, graph) for x, graph in batch.views]
+        return [view(self.encoder) for view in batch.views]
 
 
 def predictor(dim: int, hidden: int, layers: int, activation: str) -> torch.nn.Module:
