@@ -21,7 +21,7 @@ ACCURACY = re.compile(r"^(?P<name>.*) accuracy: (?P<value>-?[0-9.]+)(?P<percent>
 
 
 def test_the_examples_are_found():
-    assert {"grace_cora.py", "simclr.py"} <= {path.name for path in EXAMPLES}
+    assert {"grace_cora.py", "simclr.py", "own_encoder.py"} <= {path.name for path in EXAMPLES}
 
 
 def check_accuracy(match: re.Match) -> float:

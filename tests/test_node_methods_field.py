@@ -273,3 +273,29 @@ def test_field_method_trains_full_batch_and_in_mini_batches(method, digits):
     mini = train_node_model(digits, method, config.with_overrides(batch_size=600), progress=False)
     assert len(mini.losses) == 3 and all(math.isfinite(v) for v in mini.losses)
     assert not torch.allclose(mini.embeddings, untrained.embeddings)
+
+
+def test_the_field_losses_are_modules_equal_to_their_functional_forms():
+    from cl2gnn.losses import BootstrapLoss, CCASSGLoss, GraphACLLoss
+
+    p1, p2, t1, t2 = (randn(5, 3, seed=s) for s in range(4))
+    assert torch.equal(BootstrapLoss()(p1, p2, t1, t2), bootstrap_loss(p1, p2, t1, t2))
+    loss = CCASSGLoss(decorrelation=0.3)
+    assert torch.equal(loss(p1, p2), cca_ssg_loss(p1, p2, 0.3))
+    loss.decorrelation = -1.0  # an option set after construction is checked at the next call
+    with pytest.raises(ValueError, match="decorrelation"):
+        loss(p1, p2)
+    positives = torch.tensor([[1, 2, 0], [0, 1, 2]])
+    p, u, z = (F.normalize(randn(3, 4, seed=s), dim=1) for s in (5, 6, 7))
+    module = GraphACLLoss(temperature=0.4)
+    assert torch.equal(module(p, u, z, positives), graphacl_loss(p, u, z, positives, 0.4))
+    for bad in (0.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="temperature"):
+            GraphACLLoss(temperature=bad)
+    wide = F.normalize(randn(5, 4, seed=8), dim=1)  # 5 target rows, 3 anchors
+    with pytest.raises(ValueError, match="not one of the 3 anchors"):
+        module(p, wide, z, torch.tensor([[0], [4]]))
+    with pytest.raises(ValueError, match="refers to node 5"):
+        module(p, wide, z, torch.tensor([[5], [0]]))
+    with pytest.raises(ValueError, match="same shape"):
+        BootstrapLoss()(p1, p2[:4], t1, t2)

@@ -143,15 +143,13 @@ def _number(low: float, high: float = math.inf, *, open_low: bool = False):
 def _pair(value):
     """Two probabilities, one per view; a single number is both views'."""
     probability = _number(0.0, 1.0)
-    if isinstance(value, (list, tuple)):
-        if len(value) != 2:
-            raise ValueError("must be a probability in [0, 1] or two of them (one per view)")
-        return tuple(probability(v) for v in value)
+    values = value if isinstance(value, list | tuple) else (value, value)
     try:
-        value = probability(value)
+        if len(values) != 2:
+            raise ValueError
+        return tuple(probability(v) for v in values)
     except ValueError:
         raise ValueError("must be a probability in [0, 1] or two of them (one per view)") from None
-    return (value, value)
 
 
 def _one_of(choices: tuple[str, ...]):
