@@ -189,7 +189,7 @@ def test_probe_chooses_c_on_the_validation_nodes_only(metric):
 def test_two_classes_are_scored_by_roc_auc(tmp_path):
     arrays = graph_arrays(classes=2)
     path = write(tmp_path / "binary.npz", arrays)
-    (result,) = run_node(path, epochs=2, progress=False, hidden=8)
+    (result,) = run_node(path, UNPUBLISHED_METHOD, epochs=2, progress=False, hidden=8)
     assert result["metric"] == "roc_auc" and result["protocol"] == "splits"
     assert "accuracy_mean" not in result  # an AUC is not an accuracy
     data = load_node_dataset(path)
@@ -209,7 +209,8 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
 def test_run_node_on_splits_with_baselines(tmp_path):
     path = write(tmp_path / "g.npz", graph_arrays(n=120, splits=3))
     train = {"hidden": 8, "learning_rate": 0.05}  # a short run that moves the encoder
-    (result,) = run_node(path, epochs=10, baselines=True, progress=False, **train)
+    method = default_method(load_node_dataset(path))
+    (result,) = run_node(path, method, epochs=10, baselines=True, progress=False, **train)
     assert result["seeds"] == [0, 1, 2] and result["protocol"] == "splits"
     assert result["metric"] == "accuracy" and result["accuracy_mean"] == result["score_mean"]
     data = load_node_dataset(path)
@@ -233,7 +234,7 @@ def test_run_node_on_splits_with_baselines(tmp_path):
     assert untrained != result["scores"]  # the trained encoder scores otherwise
     assert base["untrained encoder"]["scores"] == pytest.approx(untrained)
     with pytest.raises(ValueError, match="ships 3 splits"):
-        run_node(path, seeds=4, epochs=1, progress=False)
+        run_node(path, method, seeds=4, epochs=1, progress=False)
 
 
 def test_untrained_encoder_is_the_seeded_initialisation(tmp_path):

@@ -100,6 +100,7 @@ def _node(args: argparse.Namespace) -> int:
         probe_timeout=args.probe_timeout,
         config=args.config,
         save=args.save,
+        auto_budget=args.auto_budget,
         **fields,
     )
     if results:  # under torchrun, rank 0 alone reports
@@ -209,7 +210,7 @@ PRETRAIN = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from cl2gnn.node.names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
+    from cl2gnn.node.names import AUTO, EMBEDDINGS, ENCODERS, METHOD_CHOICES, PROTOCOLS
 
     parser = cmdline.ArgumentParser(
         prog="cl2gnn",
@@ -254,9 +255,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--method",
-        choices=METHODS,
-        help="default: grace with the graph's published configuration, else the method and "
-        "configuration chosen for graphs without one (cl2gnn.node.default_method)",
+        choices=METHOD_CHOICES,
+        default=AUTO,
+        help="auto (the default): the candidate with the best validation score on the graph "
+        "(its published configuration, if any, and cl2gnn.node.config.CANDIDATES), chosen "
+        "on the first seeds' validation nodes; or a method with its configuration",
+    )
+    node.add_argument(
+        "--auto-budget",
+        type=cmdline.positive_float,
+        metavar="SECONDS",
+        help="with auto: start no further candidate after this long (default: no limit)",
     )
     node.add_argument(
         "--protocol",

@@ -13,7 +13,8 @@ from tqdm.auto import tqdm
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.distributed import rank_and_world
 from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
-from cl2gnn.node.config import config_from_dict, default_config, default_method
+from cl2gnn.node.auto import candidate_table, choose_method, scoring_seeds
+from cl2gnn.node.config import config_from_dict, default_config
 from cl2gnn.node.evaluate import (
     default_protocol,
     make_split,
@@ -23,6 +24,7 @@ from cl2gnn.node.evaluate import (
 )
 from cl2gnn.node.fit import train_node_model
 from cl2gnn.node.inputs import check_labels
+from cl2gnn.node.names import AUTO
 
 # the trivial baselines a method must beat: the probe on the raw features (L2-normalised, as
 # the embeddings are, and standardised), and the encoder with the method's configuration and
@@ -48,15 +50,10 @@ def _summary(scores: list[float], metric: str) -> dict:
     return summary
 
 
-def node_config(
-    data, method: str | None, config: dict | None = None, hidden: int | None = None, **fields
-):
-    """The configuration a run of ``method`` (``None``: the graph's default method) on
-    ``data`` uses: the default (:func:`~cl2gnn.node.config.default_config`), then the fields
-    of ``config`` (a ``--config`` file's mapping), then ``fields`` (``None`` keeps a field).
-    ``hidden`` sets the encoder's and the head's widths (the other layers keep their ratio
-    to the last)."""
-    base = default_config(data, method)
+def configure(base, config: dict | None = None, hidden: int | None = None, **fields):
+    """``base`` (a :class:`~cl2gnn.node.NodeConfig`) with the fields of ``config`` (a
+    ``--config`` file's mapping), then ``fields`` (``None`` keeps a field). ``hidden`` sets
+    the encoder's and the head's widths (the other layers keep their ratio to the last)."""
     if config:
         base = config_from_dict(config, base)
     changes = dict(fields)
@@ -106,19 +103,25 @@ def run_node(
     config: dict | None = None,
     save: str | None = None,
     hidden: int | None = None,
+    auto_budget: float | None = None,
     **fields,
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
-    classes), mean ± std over the seeds. ``method`` defaults to the dataset's
-    (:func:`~cl2gnn.node.config.default_method`, with its configuration). ``protocols``
+    classes), mean ± std over the seeds. ``method`` defaults to ``"auto"``: the candidate
+    with the best validation score on the graph (:func:`~cl2gnn.node.auto.choose_method`,
+    on the first protocol's validation nodes of the first seeds, within ``auto_budget``
+    seconds; its runs on those seeds are kept), named under ``"chosen"`` with every
+    candidate's score under ``"candidates"``. ``protocols``
     default to ``("splits",)`` where the dataset ships splits, else ``("grace",)``;
     ``seeds`` to the number of shipped splits under ``splits`` (seed ``i`` trains on split
     ``i``), else 10; they run from ``first_seed`` (``first_seed … first_seed + seeds - 1``).
-    The configuration is :func:`node_config`'s (``config``: a ``--config`` file's fields;
-    ``hidden`` and ``fields``: :class:`~cl2gnn.node.NodeConfig` fields, ``None`` keeps the
-    default). ``baselines`` adds each of :data:`BASELINES`, scored on the same splits, under
-    ``"baselines"``. ``save``: a folder for each seed's trained encoder, embeddings and
-    losses (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`).
+    The configuration is :func:`configure`'s of the method's default (of every candidate's
+    with ``"auto"``): ``config``, a ``--config`` file's fields; ``hidden`` and ``fields``,
+    :class:`~cl2gnn.node.NodeConfig` fields, ``None`` keeping the default. ``baselines``
+    adds each of :data:`BASELINES`, scored on the same splits, under ``"baselines"``.
+    ``save``: a folder for each seed's trained encoder, embeddings and losses
+    (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`).
+
 
     Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
     trains, rank 0 alone shows progress, probes and saves; the other ranks return ``[]``.
@@ -127,8 +130,9 @@ def run_node(
     group's timeout (NCCL's 10 minutes) would stop them while a large graph's probe runs."""
     wait_timeout(probe_timeout)  # a bad value fails before any work
     data = load_node_dataset(dataset, root)
-    configuration = node_config(data, method, config, hidden, **fields)
-    method = method or default_method(data)
+    method = method or AUTO
+    if method != AUTO:
+        configuration = configure(default_config(data, method), config, hidden, **fields)
     protocols = tuple(protocols or (default_protocol(data),))
     if seeds is None:
         seeds = num_splits(data) if "splits" in protocols else 10
@@ -146,15 +150,29 @@ def run_node(
     metric = metric_for(data.y)
     rank, _ = rank_and_world()
     progress = progress and rank == 0
+    choice = None
+    if method == AUTO:  # chosen on the first protocol's validation nodes
+        choice = choose_method(
+            data,
+            scoring_seeds(data, seed_range),
+            protocol=protocols[0],
+            changes=lambda base: configure(base, config, hidden, **fields),
+            device=device,
+            budget=auto_budget,
+        )
+        method, configuration = choice.method, choice.config
     rows = (method, *BASELINES) if baselines else (method,)
     scores = {(p, row): [] for p in protocols for row in rows}
     epoch_ms, final_losses = [], []
     group = waiting_group(probe_timeout)  # None without a process group of several ranks
     try:
         for seed in tqdm(seed_range, desc=f"{data.name} {method}", disable=not progress):
-            result = train_node_model(
-                data, method, configuration, seed=seed, device=device, progress=False
-            )
+            if choice is not None and seed in choice.results:  # trained while choosing
+                result = choice.results[seed]
+            else:
+                result = train_node_model(
+                    data, method, configuration, seed=seed, device=device, progress=False
+                )
             epoch_ms.append(result.epoch_ms)
             final_losses.append(result.losses[-1] if result.losses else float("nan"))
             embeddings = {method: result.embeddings}
@@ -196,6 +214,8 @@ def run_node(
             result["baselines"] = {
                 row: _summary(scores[protocol, row], metric) for row in BASELINES
             }
+        if choice is not None:
+            result |= choice.as_dict()
         results.append(result)
     return results
 
@@ -224,14 +244,17 @@ def _probe(
 
 
 def format_table(results: list[dict]) -> str:
-    """The results (and their baselines, if any) as a plain-text table."""
+    """The results (and their baselines, if any) as a plain-text table, after the
+    candidates' validation scores where method ``auto`` chose."""
     header = (
         f"{'dataset':18s} {'method':26s} {'protocol':8s} {'metric':8s} {'score (%)':>14s} "
         f"{'seeds':>5s} {'ms/epoch':>9s}"
     )
-    lines = [header, "-" * len(header)]
+    lines = [candidate_table(r) + "\n" for r in results[:1] if "candidates" in r]
+    lines += [header, "-" * len(header)]
     for r in results:
-        rows = [(r["method"], r, f"{r['epoch_ms']:>9.1f}")]
+        name = f"auto: {r['chosen']}" if "chosen" in r else r["method"]
+        rows = [(name, r, f"{r['epoch_ms']:>9.1f}")]
         rows += [(name, b, f"{'':>9s}") for name, b in r.get("baselines", {}).items()]
         for name, row, ms in rows:
             score = f"{row['score_mean']:.2f} ± {row['score_std']:.2f}"

@@ -458,3 +458,32 @@ def default_config(graph, method: str | None = None) -> NodeConfig:
     if config.num_keys is not None and not method_class(method).takes_keys:
         config = replace(config, num_keys=None)
     return config
+
+
+# what cl2gnn node without --method (method "auto") chooses among, on each graph's own
+# validation nodes (cl2gnn.node.auto): the graph's published configuration where it has one,
+# then these, in the order of their mean validation rank on every on-disk graph without one
+# (results/node_default_selection.json): CCA-SSG with the GraphSAGE encoder and every layer
+# read out (2.29), GRACE's alike with 256 sampled keys (3.0, the best on chameleon-filtered),
+# and GraphACL with its authors' configuration for the wiki graphs (chameleon), 1,024 wide
+# (the best on chameleon by 11 points)
+CANDIDATES: tuple[tuple[str, str, NodeConfig], ...] = (
+    ("cca_ssg sage layers", "cca_ssg", UNPUBLISHED),
+    ("grace sage layers", "grace", GRACE_UNPUBLISHED),
+    (
+        "graphacl wiki 1024",
+        "graphacl",
+        PUBLISHED["graphacl", "chameleon"].with_overrides(hidden=1024, first_hidden=1024),
+    ),
+)
+
+
+def candidates(graph) -> list[tuple[str, str, NodeConfig]]:
+    """``(label, method, configuration)`` of each candidate of method ``"auto"`` on
+    ``graph`` (a name or a ``Data``): the published configuration first where the graph has
+    one, then :data:`CANDIDATES`."""
+    name = graph_name(graph)
+    published = (
+        [(f"grace ({name}'s published)", "grace", DEFAULTS[name])] if name in DEFAULTS else []
+    )
+    return published + list(CANDIDATES)

@@ -96,7 +96,9 @@ def probe_scores(
     ``"roc_auc"`` for two classes) of a logistic regression on the embeddings,
     L2-normalised by default (``scaling="standard"``: zero mean, unit variance per feature;
     ``"none"``), ``C`` from ``c_grid`` chosen by the validation score or, without a
-    validation set, 5-fold CV (then ``"validation"`` is the best cross-validated score)."""
+    validation set, 5-fold CV (then ``"validation"`` is the best cross-validated score).
+    A split whose test nodes are ``None`` gives the validation score alone: no test label
+    is read."""
     if scaling not in FEATURE_SCALINGS:
         raise ValueError(f"scaling must be one of {FEATURE_SCALINGS}, got {scaling!r}")
     if metric not in METRICS:
@@ -128,6 +130,8 @@ def probe_scores(
             fitted = [_classifier(c).fit(feats[train], labels[train]) for c in c_grid]
             scores = [score(m, feats[val], labels[val]) for m in fitted]
             model, val_score = fitted[int(np.argmax(scores))], max(scores)
+    if test is None:
+        return {"validation": 100.0 * float(val_score)}
     return {
         "validation": 100.0 * float(val_score),
         "test": 100.0 * float(score(model, feats[test], labels[test])),

@@ -14,8 +14,10 @@ from tqdm.auto import tqdm
 
 from .._validation import check_integer
 from .config import NodeConfig, default_config
+from .evaluate import default_protocol, num_splits
 from .fullbatch import FullBatchTrainer
 from .minibatch import MinibatchTrainer
+from .names import AUTO
 from .result import TrainResult
 from .trainer import Trainer
 from .views import View
@@ -66,9 +68,11 @@ def train_node_model(
     snapshot_every: int = 0,
 ) -> TrainResult:
     """Train an encoder on ``data`` with ``method`` — a name of
-    :data:`~cl2gnn.node.methods.REGISTRY`, or any callable ``(z1, z2, h1, h2) -> loss`` of
-    the projections and encoder outputs on GRACE's scheme — and return the trained encoder
-    with its embeddings (:class:`~cl2gnn.node.result.TrainResult`).
+    :data:`~cl2gnn.node.methods.REGISTRY`, any callable ``(z1, z2, h1, h2) -> loss`` of the
+    projections and encoder outputs on GRACE's scheme, or ``"auto"`` (the candidate with the
+    best validation score on ``data``, :func:`~cl2gnn.node.auto.choose_method`; its
+    ``result.choice`` says which and why) — and return the trained encoder with its
+    embeddings (:class:`~cl2gnn.node.result.TrainResult`).
 
     Args:
         data: the graph: ``x`` ``[N, F]`` floating point, ``edge_index`` ``[2, E]``, and
@@ -94,6 +98,8 @@ def train_node_model(
     baseline). Full-batch by default; ``config.batch_size`` trains on mini-batches of seed
     nodes and their sampled neighbourhoods, in one process or, under ``torchrun``, across
     the process group."""
+    if method == AUTO:
+        return _auto(data, config, encoder, augment, seed, device, progress)
     if config is None:
         config = default_config(data, method if isinstance(method, str) else "grace")
         if encoder is not None:
@@ -104,4 +110,22 @@ def train_node_model(
     )
     result = fit(trainer, progress, snapshot_every, f"{trainer.label} seed {seed}")
     result.seed = seed
+    return result
+
+
+def _auto(data, config, encoder, augment, seed, device, progress) -> TrainResult:
+    from .auto import SCORING_SEEDS, choose_method
+
+    if config is not None or encoder is not None or augment is not None:
+        raise ValueError(
+            "method 'auto' chooses among the built-in candidates' own configurations and views "
+            "(cl2gnn.node.config.CANDIDATES): pass no config, encoder or augment, or call "
+            "choose_method(data, changes={...}) to change their fields"
+        )
+    seeds = range(seed, seed + SCORING_SEEDS)
+    if default_protocol(data) == "splits":
+        seeds = range(seed, min(seed + SCORING_SEEDS, num_splits(data)))
+    choice = choose_method(data, seeds, device=device, progress=progress)
+    result = choice.results[seed]
+    result.choice = choice
     return result

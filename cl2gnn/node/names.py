@@ -19,6 +19,10 @@ METHODS = (
     "cca_ssg",
     "graphacl",
 )
+# cl2gnn node's --method: a registered method, or "auto" (chosen on the graph's own validation
+# nodes among cl2gnn.node.config.CANDIDATES), the default
+AUTO = "auto"
+METHOD_CHOICES = (AUTO, *METHODS)
 # grace: random 10/90, C by CV; gca: random 10/10/80; public: Planetoid's split;
 # splits: the dataset's own shipped splits (C on their validation nodes)
 PROTOCOLS = ("grace", "gca", "public", "splits")

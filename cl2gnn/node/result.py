@@ -39,6 +39,8 @@ class TrainResult:
         method: the trained method: its heads, predictors, target encoder and memory.
         config: the configuration it trained with.
         seed: the seed it trained with.
+        choice: with method ``"auto"``, what was chosen and why
+            (:class:`~cl2gnn.node.auto.Choice`).
     """
 
     embeddings: Tensor
@@ -49,6 +51,7 @@ class TrainResult:
     method: NodeMethod | None = None
     config: NodeConfig | None = None
     seed: int = 0
+    choice: object | None = None
 
     def save(self, root: str | Path) -> Path:
         """Write ``root/seed_<seed>/``: ``encoder.pt`` (the weights, and for the built-in
