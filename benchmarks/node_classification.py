@@ -52,6 +52,7 @@ from _results import machine, save_table  # benchmarks/_results.py
 from cl2gnn.apps.node import BASELINES, _summary
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import default_config, load_node_dataset, train_node_model
+from cl2gnn.node.config import check_field
 from cl2gnn.node.evaluate import num_splits
 from cl2gnn.node.names import METHODS
 
@@ -128,13 +129,21 @@ def run_part(
     return json.loads(target.read_text())
 
 
+def seed_list(result: dict, first: int = 0) -> list[int]:
+    """The seeds a result ran: ``run_node``'s list, or (a result written before it listed
+    them) their count, from seed ``first``."""
+    seeds = result["seeds"]
+    return seeds if isinstance(seeds, list) else list(range(first, first + seeds))
+
+
 def merge(parts: list[dict]) -> dict:
-    """One result from parts over consecutive seeds: scores joined, summaries recomputed."""
+    """One result from parts over consecutive seeds (their ``seeds`` lists): scores joined,
+    summaries recomputed."""
     merged = dict(parts[0])
-    merged["seeds"] = sum(p["seeds"] for p in parts)
+    merged["seeds"] = [seed for p in parts for seed in p["seeds"]]
     merged |= _summary([s for p in parts for s in p["scores"]], parts[0]["metric"])
     for key in ("epoch_ms", "final_loss"):
-        merged[key] = sum(p[key] * p["seeds"] for p in parts) / merged["seeds"]
+        merged[key] = sum(p[key] * len(p["seeds"]) for p in parts) / len(merged["seeds"])
     merged["peak_rss_mb"] = max(p["peak_rss_mb"] for p in parts)
     if "baselines" in parts[0]:
         merged["baselines"] = {
@@ -182,6 +191,8 @@ def run(
                 run_part(dataset, method, out, i == 0, first, size, overrides.get(method, {}))
                 print(f"{dataset} {method}: seeds {first}-{first + size - 1} done", flush=True)
             parts = [json.loads(result_path(out, dataset, method, f).read_text()) for f in firsts]
+            for f, part in zip(firsts, parts, strict=True):
+                part["seeds"] = seed_list(part, f)
             r = merge(parts)
             result_path(out, dataset, method).write_text(json.dumps(r))
             print(
@@ -194,9 +205,8 @@ def run(
 def cell(result: dict, seeds: int | None = None) -> str:
     """``mean ± std``, with the seed count where it is not the graph's (``seeds``)."""
     text = f"{result['score_mean']:.2f} ± {result['score_std']:.2f}"
-    return (
-        text if seeds is None or result["seeds"] == seeds else f"{text} ({result['seeds']} seeds)"
-    )
+    count = len(seed_list(result))
+    return text if seeds is None or count == seeds else f"{text} ({count} seeds)"
 
 
 def write_tables(
@@ -232,7 +242,7 @@ def write_tables(
             rows.append(
                 [label]
                 + [
-                    cell(results[g, m], first[g]["seeds"]) if (g, m) in results else None
+                    cell(results[g, m], len(seed_list(first[g]))) if (g, m) in results else None
                     for g in graphs
                 ]
             )
@@ -251,7 +261,7 @@ def write_tables(
             for g in graphs
         ]
     )
-    seeds = ", ".join(f"{g} {first[g]['seeds']}" for g in graphs)
+    seeds = ", ".join(f"{g} {len(seed_list(first[g]))}" for g in graphs)
     run_methods = [m for m in methods if any((g, m) in results for g in graphs)]
     configs = {}  # the graphs that share a configuration, together
     for g in graphs:
@@ -392,6 +402,17 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=100, help="--speed: epochs per round")
     parser.add_argument("--num-keys", type=int, help="--speed: also grace with K sampled keys")
     args = parser.parse_args()
+    overrides: dict[str, dict] = {}
+    for item in args.override:
+        method, _, assignment = item.partition(":")
+        field, _, value = assignment.partition("=")
+        try:  # refused now, not in the run that reads it
+            if method not in (DEFAULT, *METHODS):
+                raise ValueError(f"method must be one of {', '.join((DEFAULT, *METHODS))}")
+            check_field(field, json.loads(value))
+        except ValueError as error:
+            parser.error(f"argument --override: {item}: {error}")
+        overrides.setdefault(method, {})[field] = json.loads(value)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.speed:
@@ -400,11 +421,6 @@ def main() -> None:
         print(speed_table(rows, args.speed_dataset, args.epochs))
         return
     graphs = args.datasets or on_disk_graphs()
-    overrides: dict[str, dict] = {}
-    for item in args.override:
-        method, _, assignment = item.partition(":")
-        field, _, value = assignment.partition("=")
-        overrides.setdefault(method, {})[field] = json.loads(value)
     if args.table:
         options = "".join(
             f" --{flag} {value}"

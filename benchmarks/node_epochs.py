@@ -33,7 +33,9 @@ def snapshot_scores(data, method: str, config, seeds: int, every: int) -> dict:
     public = make_split("public", data, 0)
     curves: dict[int, dict[str, list[float]]] = {}
     for seed in range(seeds):
-        result = train_node_model(data, method, config, seed, progress=True, snapshot_every=every)
+        result = train_node_model(
+            data, method, config, seed=seed, progress=True, snapshot_every=every
+        )
         grace_split = make_split("grace", data, seed)
         for epoch, embeddings in result.snapshots.items():
             scores = probe_scores(embeddings, data.y, public, seed)

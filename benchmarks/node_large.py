@@ -178,7 +178,7 @@ def run(args) -> dict:
         "hidden": config.hidden,
         "epochs": config.epochs,
         "batch_size": config.batch_size,
-        "num_neighbors": list(config.num_neighbors) if config.batch_size else None,
+        "num_neighbors": list(config.fan_outs()) if config.batch_size else None,
         "num_keys": config.num_keys,
         "max_steps": args.max_steps,
         "embedded": embeddings is not None,
@@ -253,7 +253,7 @@ def end_to_end(args) -> dict:
         "encoder": config.encoder,
         "hidden": config.hidden,
         "batch_size": config.batch_size,
-        "num_neighbors": list(config.num_neighbors),
+        "num_neighbors": list(config.fan_outs()),
         "steps_per_epoch": trainer.steps_per_epoch,
         "loss": loss,
         "graph_mb": graph_mb,
@@ -277,7 +277,7 @@ def steps(args) -> dict:
     torch.manual_seed(0)
     loader = neighbor_loader(
         data,
-        config.num_neighbors,
+        config.fan_outs(),
         batch_sampler=SeedBatches(data.num_nodes, config.batch_size, seed=0),
     )
     sampled, sample_s = [], []
@@ -300,8 +300,9 @@ def steps(args) -> dict:
     def supervised_step(batch):
         graph = supervised.propagation_graph(batch.edge_index, batch.num_nodes)
         if contrastive.trim:  # the same trimming: the layers that reach the seeds
-            graph = trimmed(graph, batch.edge_index, batch.batch_size)
-        logits = classifier(supervised(batch.x, graph)[: batch.batch_size])
+            graph = trimmed(graph, batch.edge_index, batch.batch_size, supervised.num_layers)
+        out = supervised.encode(supervised.prepare(batch.x), graph)  # training's fast path
+        logits = classifier(out[: batch.batch_size])
         loss = torch.nn.functional.cross_entropy(logits, batch.y[: batch.batch_size])
         supervised_opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -331,7 +332,7 @@ def steps(args) -> dict:
         "encoder": config.encoder,
         "hidden": config.hidden,
         "batch_size": config.batch_size,
-        "num_neighbors": list(config.num_neighbors),
+        "num_neighbors": list(config.fan_outs()),
         "steps": args.steps,
         "nodes": data.num_nodes,
         "trimmed": contrastive.trim,
@@ -374,7 +375,7 @@ def inference(args) -> dict:
             start = time.perf_counter()
             graph = encoder.propagation_graph(data.edge_index, n)
             build = time.perf_counter() - start
-            return encoder(data.x, graph), build
+            return encoder.embed(encoder.prepare(data.x), graph), build
 
     times = {"layerwise": [], "full": [], "full_graph_build": []}
     with meter.phase("layerwise"):
@@ -439,7 +440,7 @@ def cora(args) -> None:
         rows.append(
             [
                 label,
-                r["seeds"],
+                len(r["seeds"]),
                 f"{r['score_mean']:.2f} ± {r['score_std']:.2f}",
                 f"{r['epoch_ms']:.0f}",
             ]

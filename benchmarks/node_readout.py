@@ -45,7 +45,7 @@ def probes() -> dict:
 def readouts(embedding: torch.Tensor, hidden: int, adj: torch.Tensor, hops: list[int]) -> dict:
     from torch_geometric.utils import spmm
 
-    out = {"last layer": embedding[:, 2 * hidden :], "concat": embedding}
+    out = {"last layer": embedding[:, -hidden:], "concat": embedding}  # the last layer last
     for k in range(1, max(hops, default=0) + 1):
         embedding = spmm(adj, embedding)
         if k in hops:
@@ -99,7 +99,7 @@ def run(args) -> None:
     read, probe = {}, {}
     for method in args.methods:
         for seed in range(args.seeds):
-            embedding = train_node_model(data, method, config, seed, progress=False).embeddings
+            embedding = train_node_model(data, method, config, seed=seed, progress=False).embeddings
             for name, feats in readouts(embedding, config.hidden, adj, args.hops).items():
                 for protocol in ("grace", "public"):
                     split = make_split(protocol, data, seed)

@@ -192,6 +192,7 @@ def table(out: Path, authors: Path | None) -> None:
 
 
 def main() -> None:
+    from cl2gnn.node.config import check_field
     from cl2gnn.node.names import METHODS
 
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -220,6 +221,7 @@ def main() -> None:
             for item in args.override:
                 field, _, value = item.partition("=")
                 overrides[field] = json.loads(value)
+                check_field(field, overrides[field])  # ValueError naming the field
             print(run(args.method, args.graph, seeds, Path(args.out), overrides))
         else:
             table(Path(args.out), Path(args.authors) if args.authors else None)

@@ -46,7 +46,7 @@ from cl2gnn.node import (
     probe_scores,
     train_node_model,
 )
-from cl2gnn.node.config import METHOD_DEFAULTS
+from cl2gnn.node.config import METHOD_DEFAULTS, check_field
 from cl2gnn.node.evaluate import metric_for, num_splits
 
 RAW = {"raw features": "l2", "raw features, standardised": "standard"}
@@ -59,11 +59,19 @@ def on_disk_graphs() -> list[str]:
 
 def load_candidates(path: str) -> list[dict]:
     """``[{"name", "method", **overrides}]`` with the file's ``common`` overrides merged in
-    (JSON lists become tuples, as :class:`NodeConfig` holds them)."""
+    (JSON lists become tuples, as :class:`NodeConfig` holds them); ``ValueError`` naming the
+    file, the candidate and the field where a field is not :class:`NodeConfig`'s or its value
+    is out of range (:func:`~cl2gnn.node.config.check_field`)."""
     spec = json.loads(Path(path).read_text())
     candidates = []
     for entry in spec["candidates"]:
         merged = {**spec.get("common", {}), **entry}
+        for field, value in merged.items():
+            if field not in ("name", "method"):
+                try:
+                    check_field(field, value)
+                except ValueError as error:
+                    raise ValueError(f"{path}: candidate {merged.get('name')!r}: {error}") from None
         candidates.append({k: tuple(v) if isinstance(v, list) else v for k, v in merged.items()})
     return candidates
 
@@ -205,7 +213,10 @@ def main() -> None:
     parser.add_argument("--title", help="the table's title (default: the default's choice)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
-    candidates = load_candidates(args.candidates)
+    try:
+        candidates = load_candidates(args.candidates)
+    except (OSError, ValueError, KeyError) as error:
+        parser.error(f"argument candidates: {error}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     graphs = args.datasets or on_disk_graphs()

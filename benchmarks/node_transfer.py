@@ -93,14 +93,14 @@ def planted_partition(homophily: float, classes: int = 5, per_class: int = 400) 
 
 def random_encoder(data: Data, config: NodeConfig, seed: int) -> torch.Tensor:
     import torch
+    from torch_geometric import seed_everything
 
     from cl2gnn.node.models import GraphEncoder
-    from cl2gnn.node.views import seed_everything
 
     seed_everything(seed)
     encoder = GraphEncoder(data.num_features, config.hidden, config.activation).eval()
     with torch.no_grad():
-        return encoder(data.x, encoder.propagation_graph(data.edge_index, data.num_nodes))
+        return encoder(data.x, data.edge_index)  # its last layer, called as PyG's models are
 
 
 def evaluate(data: Data, methods: list[str], seeds: int) -> list[dict]:
@@ -114,7 +114,7 @@ def evaluate(data: Data, methods: list[str], seeds: int) -> list[dict]:
         split = make_split("grace", data, seed)
         embeddings = {"raw features": data.x, "random encoder": random_encoder(data, config, seed)}
         for method in methods:
-            result = train_node_model(data, method, config, seed, progress=False)
+            result = train_node_model(data, method, config, seed=seed, progress=False)
             embeddings[method], epoch_ms[method] = result.embeddings, result.epoch_ms
         for name, feats in embeddings.items():
             scores.setdefault(name, []).append(probe_score(feats, data.y, split, seed))

@@ -294,12 +294,13 @@ def knn_table(rows: list[dict]) -> Table:
 
 def run_fullgraph(nodes: int, dim: int, device: str) -> dict:
     import torch
+    from torch_geometric.data import Data
     from torch_geometric.utils import to_undirected
 
     from cl2gnn.apps.node import peak_rss_mb
     from cl2gnn.losses import info_nce
-    from cl2gnn.node import augment
     from cl2gnn.node.models import GraphEncoder, ProjectionHead
+    from cl2gnn.node.views import config_views
 
     device = torch.device(device)
     torch.manual_seed(0)
@@ -307,12 +308,13 @@ def run_fullgraph(nodes: int, dim: int, device: str) -> dict:
     edges = torch.randint(0, nodes, (2, 5 * nodes), device=device)
     edge_index = to_undirected(edges, num_nodes=nodes)
     encoder, head = GraphEncoder(dim, dim).to(device), ProjectionHead(dim, dim).to(device)
+    # GRACE's views (edges dropped, feature columns masked) as PyG transforms
+    views = config_views(drop_edge=(0.2, 0.4), drop_feature=(0.3, 0.4))
 
     def step() -> torch.Tensor:
-        x1, e1 = augment(x, edge_index, 0.2, 0.3)
-        x2, e2 = augment(x, edge_index, 0.4, 0.4)
-        z1 = head(encoder(x1, encoder.propagation_graph(e1, nodes)))
-        z2 = head(encoder(x2, encoder.propagation_graph(e2, nodes)))
+        v1, v2 = (view(Data(x=x, edge_index=edge_index, num_nodes=nodes)) for view in views)
+        z1 = head(encoder(v1.x, v1.edge_index))  # the encoder builds each view's graph
+        z2 = head(encoder(v2.x, v2.edge_index))
         loss = info_nce(z1, z2, temperature=TAU)  # all 2N views: inter- and intra-view negatives
         loss.backward()
         return loss.detach()

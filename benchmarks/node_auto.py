@@ -1,0 +1,149 @@
+"""Does method ``auto`` carry to every graph on disk? ``cl2gnn node --dataset G --baselines``
+(auto, the default) on each graph under its own protocol and splits, against the trivial
+baselines of the same run and the single default of the every-method table
+(``results/node_classification.json``: CCA-SSG with the GraphSAGE encoder on the graphs
+without a published configuration, GRACE's on Cora, 10 seeds on the same splits).
+
+    python benchmarks/node_auto.py run [--graphs Cora actor ...] [--out runs/node_auto]
+    python benchmarks/node_auto.py table [--out runs/node_auto]
+
+``run`` calls the command once per graph (a graph already in ``--out`` is skipped: the run
+resumes), keeping its JSON and wall time; ``table`` writes ``results/node_auto.json``.
+Target, per graph: above every trivial baseline, and at least the single default's test score
+minus one standard deviation."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+GRAPHS = (
+    "Cora",
+    "actor",
+    "chameleon",
+    "chameleon-filtered",
+    "cornell",
+    "texas",
+    "wisconsin",
+    "minesweeper",
+)
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def run(graphs: list[str], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for graph in graphs:
+        path = out / f"{graph}.json"
+        if path.exists():
+            print(f"{graph}: done already ({path})")
+            continue
+        start = time.perf_counter()
+        command = [sys.executable, "-m", "cl2gnn", "node", "--dataset", graph, "--baselines"]
+        command += ["--no-progress", "--json", str(out / f"{graph}.part.json")]
+        subprocess.run(command, check=True)
+        record = json.loads((out / f"{graph}.part.json").read_text())
+        record["wall_seconds"] = time.perf_counter() - start
+        path.write_text(json.dumps(record, indent=1))
+        (out / f"{graph}.part.json").unlink()
+        print(f"{graph}: auto chose {record['chosen']}, {record['score_mean']:.2f}", flush=True)
+
+
+def single_default() -> dict[str, tuple[float, float]]:
+    """The every-method table's default row: graph -> (mean, std)."""
+    table = json.loads((RESULTS / "node_classification.json").read_text())
+    row = next(r for r in table["rows"] if str(r[0]).startswith("default"))
+    out = {}
+    for column, cell in zip(table["columns"][1:], row[1:], strict=True):
+        mean, std = (float(v) for v in cell.split(" (")[0].split(" ± "))
+        out[column.split(" (")[0]] = (mean, std)
+    return out
+
+
+def table(out: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _results import save_table
+
+    default = single_default()
+    rows, records = [], {}
+    for graph in GRAPHS:
+        path = out / f"{graph}.json"
+        if not path.exists():
+            continue
+        r = records[graph] = json.loads(path.read_text())
+        baselines = {name: b["score_mean"] for name, b in r["baselines"].items()}
+        floor = max(baselines.values())
+        mean, std = default[graph]
+        met = r["score_mean"] > floor and r["score_mean"] >= mean - std
+        candidates = r["candidates"]
+        default_label = next(iter(c for c in candidates if candidates[c]["seconds"] is not None))
+        # the single default's training time for every seed, from its own scoring seeds
+        default_seconds = candidates[default_label]["seconds"] * len(r["seeds"]) / 2
+        rows.append(
+            [
+                f"{graph} ({r['protocol']}, {r['metric'].replace('_', '-')})",
+                f"{r['score_mean']:.2f} ± {r['score_std']:.2f}",
+                r["chosen"],
+                ", ".join(
+                    f"{label} {c['validation']:.1f}"
+                    for label, c in candidates.items()
+                    if c["validation"] is not None
+                ),
+                f"{floor:.2f}",
+                f"{mean:.2f} ± {std:.2f}",
+                round(r["wall_seconds"]),
+                round(default_seconds),
+                round(r["wall_seconds"] / default_seconds, 2),
+                "met" if met else "not met",
+            ]
+        )
+    save_table(
+        "node_auto",
+        "Node classification",
+        "Method auto: chosen on each graph's validation nodes",
+        [
+            "graph",
+            "auto",
+            "chosen",
+            "validation scores (candidates, baselines)",
+            "best trivial baseline",
+            "single default (10 seeds)",
+            "auto wall s",
+            "single default s",
+            "auto / default",
+            "target",
+        ],
+        rows,
+        notes=(
+            "Score in percent, mean ± std over the seeds (the graph's protocol and splits, as the "
+            "every-method table). auto trains each candidate on the first 2 seeds and probes "
+            "their validation nodes alone (cross-validation on the training nodes under the "
+            "GRACE protocol), then trains the best for the other seeds. 'auto wall s': the whole "
+            "command (baselines included); 'single default s': the default candidate's "
+            "training time on its 2 scoring seeds in the same run, times seeds / 2. Target: "
+            "above every trivial baseline (raw features, standardised raw features, untrained "
+            "encoder, same run) and at least the single default's score minus its std (the "
+            "every-method table's default row, 10 seeds on the same splits)."
+        ),
+        command="python benchmarks/node_auto.py run && python benchmarks/node_auto.py table",
+    )
+    print(json.dumps(rows, indent=1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser.add_argument("action", choices=("run", "table"))
+    parser.add_argument("--graphs", nargs="+", choices=GRAPHS, default=list(GRAPHS))
+    parser.add_argument("--out", type=Path, default=Path("runs/node_auto"))
+    args = parser.parse_args()
+    if args.action == "run":
+        run(args.graphs, args.out)
+    else:
+        table(args.out)
+
+
+if __name__ == "__main__":
+    main()
