@@ -85,6 +85,9 @@ CASES = {
     ("MultiStageAlignmentLoss", "push"): Case(False),
     ("MultiStageSimSiamLoss", "memory"): Case(memory(1)),
     ("MultiStageSimSiamLoss", "push"): Case(False),
+    ("CCASSGLoss", "decorrelation"): Case(0.5, bad=-1.0),
+    ("CCASSGLoss", "distributed"): Case("gather", bad="all", same_value=True),
+    ("GraphACLLoss", "temperature"): Case(0.2, bad=0.0),
 }
 MEMORY_LOSSES = {"MultiStageAlignmentLoss", "MultiStageSimSiamLoss"}
 
@@ -111,6 +114,12 @@ def evaluate(name: str, loss) -> tuple[torch.Tensor, ...]:
     if name == "MultiStageSimSiamLoss":
         value = loss(p1.float(), p2.float(), z1.float(), z2.float(), torch.arange(B))
         return value, loss.memory.bank.clone()
+    if name == "BootstrapLoss":  # predictions, then targets
+        return (loss(p1, p2, z1, z2),)
+    if name == "GraphACLLoss":  # each anchor's next row as its neighbour
+        ring = torch.stack([(torch.arange(B) + 1) % B, torch.arange(B)])
+        p, u, z = (F.normalize(v, dim=1) for v in (p1, z1, z2))
+        return (loss(p, u, z, ring),)
     return (loss(z1, z2),)
 
 

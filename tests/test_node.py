@@ -420,6 +420,7 @@ def test_sampled_keys_repeat_and_reduce_to_the_exact_loss(digits, tmp_path):
     with pytest.raises(ValueError, match="num_keys"):
         train_node_model(digits, "kernel", sampled, progress=False)
     out = tmp_path / "r.json"
-    args = ["node", "--seeds", "1", "--epochs", "2", "--num-keys", "64", "--json", str(out)]
+    args = ["node", "--method", "grace", "--seeds", "1", "--epochs", "2", "--num-keys", "64"]
+    args += ["--json", str(out)]
     assert main([*args, "--no-progress"]) == 0
     assert json.loads(out.read_text())["config"]["num_keys"] == 64

@@ -198,7 +198,7 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
     # the default method of a graph without a published configuration, at width 8
     method, size = default_method(data.name), {"hidden": 8, "first_hidden": 8, "proj_hidden": 8}
     assert result["method"] == method == UNPUBLISHED_METHOD
-    config = default_config(data.name).with_overrides(**size, epochs=2)
+    config = default_config(data.name, method).with_overrides(**size, epochs=2)
     for seed, score in enumerate(result["scores"]):
         embeddings = train_node_model(data, method, config, seed=seed, progress=False).embeddings
         split = make_split("splits", data, seed)
@@ -208,7 +208,8 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
 
 def test_run_node_on_splits_with_baselines(tmp_path):
     path = write(tmp_path / "g.npz", graph_arrays(n=120, splits=3))
-    train = {"hidden": 8, "learning_rate": 0.05}  # a short run that moves the encoder
+    # a short run that moves the encoder; the single default's encoder and read-out
+    train = {"hidden": 8, "learning_rate": 0.05, "encoder": "sage", "embedding": "layers"}
     method = default_method(load_node_dataset(path))
     (result,) = run_node(path, method, epochs=10, baselines=True, progress=False, **train)
     assert result["seeds"] == [0, 1, 2] and result["protocol"] == "splits"
@@ -225,8 +226,10 @@ def test_run_node_on_splits_with_baselines(tmp_path):
     assert base["raw features, standardised"]["scores"] == pytest.approx(standardised)
     # the untrained encoder: the same seeded initialisation, no training step
     size = {"hidden": 8, "first_hidden": 8, "proj_hidden": 8}
-    config = default_config(data.name).with_overrides(**size, epochs=0, learning_rate=0.05)
     method = default_method(data.name)
+    config = default_config(data.name, method).with_overrides(
+        **size, epochs=0, learning_rate=0.05, encoder="sage", embedding="layers"
+    )
     untrained = [
         probe(train_node_model(data, method, config, seed=s, progress=False).embeddings, s)["test"]
         for s in range(3)

@@ -14,7 +14,8 @@ from cl2gnn.datasets import load_node_dataset
 from cl2gnn.distributed import rank_and_world
 from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
 from cl2gnn.node.auto import candidate_table, choose_method, scoring_seeds
-from cl2gnn.node.config import config_from_dict, default_config
+from cl2gnn.node.config import config_from_dict
+from cl2gnn.node.defaults import default_config
 from cl2gnn.node.evaluate import (
     default_protocol,
     make_split,
@@ -22,9 +23,9 @@ from cl2gnn.node.evaluate import (
     num_splits,
     probe_score,
 )
-from cl2gnn.node.fit import train_node_model
 from cl2gnn.node.inputs import check_labels
 from cl2gnn.node.names import AUTO
+from cl2gnn.node.train import train_node_model
 
 # the trivial baselines a method must beat: the probe on the raw features (L2-normalised, as
 # the embeddings are, and standardised), and the encoder with the method's configuration and

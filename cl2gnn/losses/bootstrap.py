@@ -65,5 +65,8 @@ class BootstrapLoss(torch.nn.Module):
         >>> loss = loss_fn(p1, p2, t1, t2)
     """
 
+    def __init__(self) -> None:  # no options
+        super().__init__()
+
     def forward(self, p1: Tensor, p2: Tensor, t1: Tensor, t2: Tensor) -> Tensor:
         return bootstrap_loss(p1, p2, t1, t2)

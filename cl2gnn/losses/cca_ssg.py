@@ -127,13 +127,17 @@ class CCASSGLoss(torch.nn.Module):
         >>> loss = CCASSGLoss(decorrelation=1e-3)(encoder(view1), encoder(view2))
     """
 
+    functional = staticmethod(cca_ssg_loss)
+
     def __init__(self, decorrelation: float = 1e-3, distributed: str | None = None) -> None:
         super().__init__()
         _check_options(decorrelation, distributed)
         self.decorrelation, self.distributed = decorrelation, distributed
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
-        return cca_ssg_loss(h1, h2, self.decorrelation, self.distributed)
+        return self.functional(
+            h1, h2, decorrelation=self.decorrelation, distributed=self.distributed
+        )
 
     def extra_repr(self) -> str:
         return f"decorrelation={self.decorrelation}, distributed={self.distributed!r}"

@@ -106,6 +106,8 @@ class GraphACLLoss(torch.nn.Module):
         >>> loss = GraphACLLoss(temperature=0.5)(p, u, z, edge_index)
     """
 
+    functional = staticmethod(graphacl_loss)
+
     def __init__(self, temperature: float = 0.5) -> None:
         super().__init__()
         _check_temperature(temperature)
@@ -114,7 +116,9 @@ class GraphACLLoss(torch.nn.Module):
     def forward(
         self, p: Tensor, u: Tensor, z: Tensor, positives: Tensor, negatives: Tensor | None = None
     ) -> Tensor:
-        return graphacl_loss(p, u, z, positives, self.temperature, negatives)
+        return self.functional(
+            p, u, z, positives, temperature=self.temperature, negatives=negatives
+        )
 
     def extra_repr(self) -> str:
         return f"temperature={self.temperature}"

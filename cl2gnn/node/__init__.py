@@ -21,16 +21,18 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ..datasets.nodes import load_node_dataset
-    from .config import DEFAULTS, NodeConfig, default_config, default_method
+    from .config import DEFAULTS, NodeConfig
+    from .defaults import default_config, default_method
     from .evaluate import adam_probe_scores, make_split, probe_accuracy, probe_score, probe_scores
     from .features import SparseFeatures, prepare_features
-    from .fit import fit, train_node_model
+    from .fit import fit
     from .fullbatch import FullBatchTrainer
     from .methods import REGISTRY, EncoderInput, NodeMethod, ViewBatch, make_method
     from .minibatch import MinibatchTrainer
     from .models import GraphEncoder, ProjectionHead
     from .names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
     from .result import TrainResult, load_encoder
+    from .train import train_node_model
     from .views import DropEdge, MaskFeatures
 
 _EXPORTS = {
@@ -40,8 +42,8 @@ _EXPORTS = {
     "PROTOCOLS": ".names",
     "DEFAULTS": ".config",
     "NodeConfig": ".config",
-    "default_config": ".config",
-    "default_method": ".config",
+    "default_config": ".defaults",
+    "default_method": ".defaults",
     "adam_probe_scores": ".evaluate",
     "make_split": ".evaluate",
     "probe_accuracy": ".evaluate",
@@ -52,7 +54,7 @@ _EXPORTS = {
     "TrainResult": ".result",
     "load_encoder": ".result",
     "fit": ".fit",
-    "train_node_model": ".fit",
+    "train_node_model": ".train",
     "FullBatchTrainer": ".fullbatch",
     "MinibatchTrainer": ".minibatch",
     "REGISTRY": ".methods",

@@ -24,7 +24,7 @@ from ..distributed import rank_and_world
 from ..distributed.launch import release, waiting_group
 from .config import NodeConfig, candidates, config_from_dict
 from .evaluate import default_protocol, make_split, metric_for, num_splits, probe_scores
-from .fit import train_node_model
+from .fit import train_run
 from .methods import method_class
 from .result import TrainResult
 
@@ -42,7 +42,7 @@ class Choice:
             for a candidate that could not run here (see ``skipped``).
         seconds: each candidate's training time on the scoring seeds.
         skipped: candidate ``->`` why it did not run (a process group it does not span, the
-            time budget).
+            time budget, an option its method refuses).
         beats_baselines: whether the chosen candidate's validation score is above both the
             raw features' and the untrained encoder's.
         results: the chosen candidate's runs on the scoring seeds, by seed.
@@ -150,12 +150,19 @@ def choose_method(
             continue
         began, values = time.perf_counter(), []
         for seed in seeds:
-            result = train_node_model(
-                data, method, config, seed=seed, device=device, progress=progress
-            )
+            try:
+                result = train_run(
+                    data, method, config, seed=seed, device=device, progress=progress
+                )
+            except ValueError as error:  # a change this candidate's method refuses
+                skipped[label] = str(error)
+                break
             runs[label, seed] = result
             if rank == 0:
                 values.append(validation(result.embeddings, seed))
+        if label in skipped:
+            scores[label] = None
+            continue
         seconds[label] = time.perf_counter() - began
         scores[label] = float(np.mean(values)) if rank == 0 else None
         configs[label] = (method, config)
@@ -168,7 +175,7 @@ def choose_method(
     # a mini-batch trainer's set-up is collective)
     method, config = configs[next(iter(configs))]
     untrained = [
-        train_node_model(
+        train_run(
             data, method, config.with_overrides(epochs=0), seed=seed, device=device, progress=False
         ).embeddings
         for seed in seeds

@@ -1,0 +1,91 @@
+"""The entry point of node-level training: :func:`train_node_model`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+from torch import Tensor
+from torch_geometric.data import Data
+
+from .auto import SCORING_SEEDS, choose_method
+from .config import NodeConfig
+from .evaluate import default_protocol, num_splits
+from .fit import train_run
+from .names import AUTO
+from .result import TrainResult
+from .views import View
+
+
+def train_node_model(
+    data: Data,
+    method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
+    config: NodeConfig | None = None,
+    *,
+    encoder: torch.nn.Module | None = None,
+    augment: View | Sequence[View] | None = None,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    progress: bool = True,
+    snapshot_every: int = 0,
+) -> TrainResult:
+    """Train an encoder on ``data`` with ``method`` — a name of
+    :data:`~cl2gnn.node.methods.REGISTRY`, any callable ``(z1, z2, h1, h2) -> loss`` of the
+    projections and encoder outputs on GRACE's scheme, or ``"auto"`` (the candidate with the
+    best validation score on ``data``, :func:`~cl2gnn.node.auto.choose_method`; its
+    ``result.choice`` says which and why) — and return the trained encoder with its
+    embeddings (:class:`~cl2gnn.node.result.TrainResult`).
+
+    Args:
+        data: the graph: ``x`` ``[N, F]`` floating point, ``edge_index`` ``[2, E]``, and
+            optionally ``edge_weight`` ``[E]`` (checked: ``ValueError`` naming the field).
+        method: what to train with.
+        config: the settings (:class:`NodeConfig`); ``None``: :func:`default_config` of
+            ``data`` and ``method`` (without feature normalisation for an ``encoder`` of
+            your own, which reads ``data.x`` as it is).
+        encoder: any ``torch.nn.Module`` called as ``encoder(x, edge_index)`` (with
+            ``edge_weight=`` where ``data`` has weights) that returns ``[N, d]``; ``None``:
+            the built-in :class:`~cl2gnn.node.GraphEncoder` that ``config`` describes.
+        augment: the views: a callable ``Data -> Data`` (a PyG transform, or
+            ``Compose`` of them) for both, or a pair (one per view); ``None``: the
+            configuration's :class:`~cl2gnn.node.DropEdge` and
+            :class:`~cl2gnn.node.MaskFeatures`.
+        seed: seeds torch, NumPy and Python (the built-in encoder's initial weights, the
+            views).
+        device: where to train.
+        progress: a progress bar over the epochs.
+        snapshot_every: also keep the embeddings every that many epochs.
+
+    With ``config.epochs == 0`` the embeddings are the encoder's at its initialisation (a
+    baseline). Full-batch by default; ``config.batch_size`` trains on mini-batches of seed
+    nodes and their sampled neighbourhoods, in one process or, under ``torchrun``, across
+    the process group."""
+    if method == AUTO:
+        return _auto(data, config, encoder, augment, seed, device, progress)
+    return train_run(
+        data,
+        method,
+        config,
+        encoder=encoder,
+        augment=augment,
+        seed=seed,
+        device=device,
+        progress=progress,
+        snapshot_every=snapshot_every,
+    )
+
+
+def _auto(data, config, encoder, augment, seed, device, progress) -> TrainResult:
+    if config is not None or encoder is not None or augment is not None:
+        raise ValueError(
+            "method 'auto' chooses among the built-in candidates' own configurations and views "
+            "(cl2gnn.node.config.CANDIDATES): pass no config, encoder or augment, or call "
+            "choose_method(data, changes={...}) to change their fields"
+        )
+    seeds = range(seed, seed + SCORING_SEEDS)
+    if default_protocol(data) == "splits":
+        seeds = range(seed, min(seed + SCORING_SEEDS, num_splits(data)))
+    choice = choose_method(data, seeds, device=device, progress=progress)
+    result = choice.results[seed]
+    result.choice = choice
+    return result
