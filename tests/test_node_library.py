@@ -383,6 +383,7 @@ def bad_graphs():
     base = community_graph(20)
     yield "no features", Data(edge_index=base.edge_index, num_nodes=20), "data.x"
     yield "integer features", Data(x=base.x.long(), edge_index=base.edge_index), "floating point"
+    yield "half features", Data(x=base.x.half(), edge_index=base.edge_index), "float32 or float64"
     nan = base.x.clone()
     nan[3, 1] = float("nan")
     yield "NaN", Data(x=nan, edge_index=base.edge_index), "NaN or inf"

@@ -26,7 +26,7 @@ def check_graph(data: Data) -> None:
         raise ValueError("data.x: the graph has no node features (a [N, F] tensor)")
     if x.dim() != 2:
         raise ValueError(f"data.x must be a 2-D [N, F] tensor, got shape {tuple(x.shape)}")
-    if x.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+    if x.dtype not in (torch.float32, torch.float64):  # what the encoders and losses compute in
         raise ValueError(f"data.x must be floating point (float32 or float64), got {x.dtype}")
     n = x.size(0)
     if n == 0:
