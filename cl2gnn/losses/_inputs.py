@@ -9,14 +9,18 @@ passed to the functional form, which checks them, at every call.
 from __future__ import annotations
 
 import inspect
-import numbers
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
 
-from .._validation import as_edge_index, check_features, check_same_shape
+from .._validation import (
+    as_edge_index,
+    check_features,
+    check_finite,
+    check_same_shape,
+)
 from ..distributed import Shard, checked_shard, is_distributed
 from ..graphs import cached_pair_graph, pair_graph
 
@@ -24,7 +28,9 @@ T = TypeVar("T")
 
 
 def check_positive(value, name: str) -> None:
-    if not (isinstance(value, numbers.Real) and value > 0):
+    """A finite number > 0 (``inf`` makes most terms a constant)."""
+    check_finite(value, name)
+    if value <= 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
 
 
@@ -105,7 +111,7 @@ def resolve_views(
                 f"sample_id must have shape [N] = [{z1.size(0)}], got {tuple(sample_id.shape)}"
             )
         return z1, pair_graph(sample_id=sample_id.to(z1.device)), None
-    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, z1.size(0))
+    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, z1.size(0), non_negative=True)
     return z1, edge_index, edge_weight
 
 

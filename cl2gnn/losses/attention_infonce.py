@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import scatter
 
-from .._validation import check_features
+from .._validation import check_features, check_temperature
 from ..distributed import check_mode
 from ..nn import AttentionAlignConv
 from ..nn.attention import NORMALIZATIONS
@@ -13,7 +13,6 @@ from . import _tiling
 from ._inputs import (
     GraphLoss,
     check_choice,
-    check_positive,
     resolve_views,
     share_of_mean,
     views_shard,
@@ -68,7 +67,7 @@ def attention_info_nce(
 
 
 def _check_options(temperature: float, normalize: str, distributed: str | None) -> None:
-    check_positive(temperature, "temperature")
+    check_temperature(temperature)
     check_choice(normalize, NORMALIZATIONS, "normalize")
     check_mode(distributed)
 

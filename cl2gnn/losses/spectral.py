@@ -42,6 +42,12 @@ def spectral_contrastive(
 
     resolved, shard = views_shard(z1, z2, distributed, check)
     world = 1 if shard is None else shard.world_size
+    rows = z1.size(0) if shard is None else shard.total // (2 if z2 is not None else 1)
+    if rows < 2:  # the same on every rank: the totals are global
+        raise ValueError(
+            f"the spectral loss averages over pairs of distinct {'samples' if two_views else 'rows'}"
+            f" and needs at least 2, got {rows}"
+        )
     if two_views:
         a, b = scale(z1), scale(z2)
         n = a.size(0) if shard is None else shard.total // 2
