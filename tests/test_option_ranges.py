@@ -6,6 +6,7 @@ over pairs refuses a single row instead of returning NaN."""
 
 import inspect
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -86,13 +87,17 @@ def test_a_valid_negative_step_is_kept():
     assert OPERATORS["UniformAttention"](step=-0.5, temperature=0.5).step == -0.5
 
 
+def graph_loss(cls, x, edge_index, edge_weight):
+    return cls()(x, edge_index=edge_index, edge_weight=edge_weight)
+
+
 NEGATIVE_WEIGHT_CALLS = {
     "AlignConv": lambda x, e, w: OPERATORS["AlignConv"]()(x, e, w),
     "AlignConv.energy": lambda x, e, w: OPERATORS["AlignConv"]().energy(x, e, w),
     "AttentionAlignConv": lambda x, e, w: OPERATORS["AttentionAlignConv"]()(x, e, w),
     "ContrastiveConv": lambda x, e, w: OPERATORS["ContrastiveConv"]()(x, e, w),
     **{
-        name: (lambda cls: lambda x, e, w: cls()(x, edge_index=e, edge_weight=w))(cls)
+        name: partial(graph_loss, cls)
         for name, cls in PAIR_LOSSES.items()
         if "edge_index" in inspect.signature(cls.forward).parameters
     },

@@ -44,9 +44,10 @@ def spectral_contrastive(
     world = 1 if shard is None else shard.world_size
     rows = z1.size(0) if shard is None else shard.total // (2 if z2 is not None else 1)
     if rows < 2:  # the same on every rank: the totals are global
+        what = "samples" if two_views else "rows"
         raise ValueError(
-            f"the spectral loss averages over pairs of distinct {'samples' if two_views else 'rows'}"
-            f" and needs at least 2, got {rows}"
+            f"the spectral loss averages over pairs of distinct {what} and needs at least 2, "
+            f"got {rows}"
         )
     if two_views:
         a, b = scale(z1), scale(z2)
