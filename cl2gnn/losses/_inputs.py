@@ -116,7 +116,7 @@ def resolve_views(
 
 
 def views_shard(
-    z1: Tensor, z2: Tensor | None, distributed: str | None, check: Callable[[int], T]
+    z1: Tensor, z2: Tensor | None, distributed: str | None, check: Callable[[int], T], call: str
 ) -> tuple[T, Shard | None]:
     """``check(min_rows)`` (the loss's input checks: ``min_rows`` the fewest rows of ``z1``)
     and, under a process group of several ranks, the rows per rank of the stacked views
@@ -124,10 +124,13 @@ def views_shard(
     outcome and the row counts are decided together, before any other collective
     (:func:`~cl2gnn.distributed.shard.checked_shard`), so that one rank's invalid input (a
     NaN, a graph out of range) or missing rows fail on every rank alike, naming that rank,
-    instead of leaving the others in a collective."""
+    instead of leaving the others in a collective; ``call`` (the loss's name) must be the
+    same on every rank, with the mode."""
     if not is_distributed(distributed):
         return check(1), None
-    result, shard = checked_shard(z1, lambda: check(0), min_total=1 if z2 is not None else 2)
+    result, shard = checked_shard(
+        z1, lambda: check(0), 1 if z2 is not None else 2, f"{call} ({distributed})"
+    )
     views = 1 if z2 is None else 2
     return result, Shard(shard.rank, tuple(views * size for size in shard.sizes))
 

@@ -48,7 +48,9 @@ def attention_info_nce(
                 check_features(h, name, rows)
         return resolved
 
-    (x, edge_index, edge_weight), shard = views_shard(z1, z2, distributed, check)
+    (x, edge_index, edge_weight), shard = views_shard(
+        z1, z2, distributed, check, "AttentionInfoNCELoss"
+    )
     h = h1 if h2 is None else torch.cat([h1, h2])
     x = F.normalize(x, dim=-1)
     align = shared_operator(

@@ -40,6 +40,7 @@ def info_nce(
         z2,
         distributed,
         lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        "InfoNCELoss",
     )
     if normalize:
         x = F.normalize(x, dim=-1)

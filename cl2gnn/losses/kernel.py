@@ -65,6 +65,7 @@ def kernel_info_nce(
         z2,
         distributed,
         lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        "KernelInfoNCELoss",
     )
 
     def contrast(x: Tensor, kernel) -> Tensor:

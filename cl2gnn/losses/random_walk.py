@@ -37,6 +37,7 @@ def random_walk_loss(
         z2,
         distributed,
         lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        "RandomWalkLoss",
     )
     x = F.normalize(x, dim=-1)
     n = x.size(0)

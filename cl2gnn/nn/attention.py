@@ -159,7 +159,9 @@ class AttentionAlignConv(MessagePassing):
         if not distributed:
             return (*local(), None)
         min_total = 2 if self.normalize == "negatives" else 1
-        checked, shard = checked_shard(x, local, min_total=min_total)
+        checked, shard = checked_shard(
+            x, local, min_total, f"AttentionAlignConv ({self.distributed})"
+        )
         return (*checked, shard)
 
     @torch.no_grad()

@@ -314,7 +314,9 @@ class UniformAttention(MessagePassing):
 
         if not distributed:
             return (*local(), None)
-        checked, shard = checked_shard(x, local, min_total=1 if self.self_loops else 2)
+        checked, shard = checked_shard(
+            x, local, 1 if self.self_loops else 2, f"UniformAttention ({self.distributed})"
+        )
         return (*checked, shard)
 
     def _check_local(
