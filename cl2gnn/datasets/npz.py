@@ -116,9 +116,8 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
             )
         if x.shape[1] == 0:
             raise ValueError(f"{path}: node_features has zero feature columns")
-        x = x.astype(
-            np.float32, copy=False
-        )  # checked after the cast: 1e300 is finite, not as float32
+        # checked after the cast: 1e300 is finite as float64, infinite as float32
+        x = x.astype(np.float32, copy=False)
         if not np.isfinite(x).all():
             raise ValueError(
                 f"{path}: node_features has NaN or infinite values (as float32, which "
