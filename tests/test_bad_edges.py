@@ -61,3 +61,13 @@ def test_an_edge_index_of_another_shape_is_refused(helper):
 def test_a_valid_graph_still_samples():
     batch = next(iter(neighbor_loader(graph(), [2, 2], batch_size=4)))
     assert batch.batch_size == 4 and int(batch.edge_index.max()) < batch.num_nodes
+
+
+def test_the_loader_checks_before_pyg_s_own_sampler_too(monkeypatch):
+    """Where pyg-lib is installed ``neighbor_loader`` hands the graph to PyG's
+    ``NeighborLoader``, whose CSC build is just as unchecked."""
+    import torch_geometric.typing
+
+    monkeypatch.setattr(torch_geometric.typing, "WITH_PYG_LIB", True)
+    with pytest.raises(ValueError, match="edge_index refers to node"):
+        neighbor_loader(graph((0, N + 5)), [2], batch_size=4)
