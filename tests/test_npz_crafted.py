@@ -78,6 +78,7 @@ CASES = {  # name: (how the file is made, what the message names)
 }
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a NumPy warning: a second stderr line
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_crafted_file_is_one_line_exit_2_naming_file_and_field(
     tmp_path, capsys, monkeypatch, case

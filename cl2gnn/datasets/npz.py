@@ -116,8 +116,10 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
             )
         if x.shape[1] == 0:
             raise ValueError(f"{path}: node_features has zero feature columns")
-        # checked after the cast: 1e300 is finite as float64, infinite as float32
-        x = x.astype(np.float32, copy=False)
+        # checked after the cast: 1e300 is finite as float64, infinite as float32 (the
+        # overflow is reported below, as one line, rather than as NumPy's warning)
+        with np.errstate(over="ignore"):
+            x = x.astype(np.float32, copy=False)
         if not np.isfinite(x).all():
             raise ValueError(
                 f"{path}: node_features has NaN or infinite values (as float32, which "
