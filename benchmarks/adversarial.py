@@ -5,6 +5,7 @@ suffered) and is *clean* when refused with a ``ValueError`` (or the command's on
 exit 2) and nothing ran, crashed or was overwritten.
 
     python benchmarks/adversarial.py            # prints category, tried, clean, failures
+    python benchmarks/adversarial.py npz opt    # the categories whose names hold a word
 
 The node entry points' checks (``train_node_model``: ``x``, labels, edges) belong to the
 node package; their row is printed apart.
@@ -416,7 +417,10 @@ def main() -> None:
     torch.set_num_threads(1)
     print("| category | tried | clean | failures |\n|---|---|---|---|")
     details = []
+    words = sys.argv[1:]
     for category, cases in CASES.items():
+        if words and not any(word in category for word in words):
+            continue
         outcomes = [(name, in_child(run)) for name, run in cases]
         bad = [(name, outcome) for name, outcome in outcomes if outcome != "clean"]
         print(f"| {category} | {len(outcomes)} | {len(outcomes) - len(bad)} | {len(bad)} |")
