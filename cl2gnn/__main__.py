@@ -1,5 +1,3 @@
-import sys
+from .apps.cli import run
 
-from .apps.cli import main
-
-sys.exit(main())
+run()

@@ -8,6 +8,7 @@ tensor values (finiteness, index range) force a device sync; they are skipped wh
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -48,6 +49,45 @@ def check_integer(value, name: str, low: int, high: int | None = None) -> None:
         raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
 
 
+# Below this, float32 logits of unit rows (up to 1/τ) carry rounding errors of order
+# eps/τ > 1e-3: the softmax's differences of logits, and so every loss, become noise.
+MIN_TEMPERATURE = 1e-4
+
+
+def check_finite(value, name: str) -> None:
+    """A finite real number (NumPy's too; not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def check_temperature(value, name: str = "temperature") -> None:
+    """A finite temperature >= :data:`MIN_TEMPERATURE` (an infinite one makes the loss a
+    constant, a tiny one overflows the logits)."""
+    check_finite(value, name)
+    if value < MIN_TEMPERATURE:
+        raise ValueError(
+            f"{name} must be >= {MIN_TEMPERATURE} (smaller ones overflow the logits), got {value!r}"
+        )
+
+
+class CheckedOption:
+    """A module's option, checked by ``check(value, name)`` whenever it is set: at
+    construction and after (``module.step = nan`` raises there, not as NaN outputs)."""
+
+    def __init__(self, check) -> None:
+        self.check = check
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else obj.__dict__[self.name]
+
+    def __set__(self, obj, value) -> None:
+        self.check(value, self.name)
+        obj.__dict__[self.name] = value
+
+
 def check_features(x: Tensor, name: str = "x", min_rows: int = 1) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
@@ -86,9 +126,14 @@ def check_normalized(x: Tensor, name: str = "x") -> None:
 
 
 def as_edge_index(
-    edge_index: Tensor, edge_weight: Tensor | None, num_nodes: int, allow_empty: bool = False
+    edge_index: Tensor,
+    edge_weight: Tensor | None,
+    num_nodes: int,
+    allow_empty: bool = False,
+    non_negative: bool = False,
 ) -> tuple[Tensor, Tensor | None]:
-    """Validate a graph and return it as a plain ``[2, E]`` ``(source, target)`` tensor.
+    """Validate a graph and return it as a plain ``[2, E]`` ``(source, target)`` tensor;
+    ``non_negative``: refuse negative edge weights (a degree normalisation needs them).
 
     A sparse adjacency (``torch.sparse`` or ``SparseTensor``) is read as PyG's ``adj_t``:
     entry ``[i, j]`` is the edge ``j -> i``; its values become the edge weights.
@@ -121,6 +166,11 @@ def as_edge_index(
             )
         if _read_values() and not all_finite(edge_weight):
             raise ValueError("edge_weight contains NaN or inf values")
+        if _read_values() and non_negative and edge_weight.numel() and edge_weight.min() < 0:
+            raise ValueError(
+                f"edge_weight must be >= 0 (the degrees D^-1/2 normalises by), "
+                f"got {float(edge_weight.min())}"
+            )
     if _read_values() and edge_index.numel() > 0:
         lo, hi = int(edge_index.min()), int(edge_index.max())
         if lo < 0 or hi >= num_nodes:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from cl2gnn import _files
 from cl2gnn._torchrun import MODES, launched_by_torchrun
@@ -478,5 +480,28 @@ def main(argv: list[str] | None = None) -> int:
             shutdown()
 
 
+def run() -> NoReturn:
+    """The ``cl2gnn`` command (the console script, ``python -m cl2gnn``): :func:`main`, then
+    exit with its status. A process that left a torchrun process group exits with
+    ``os._exit`` once its output is flushed: the interpreter's teardown after
+    ``destroy_process_group`` aborts a few percent of such processes (SIGABRT after the
+    work is done, see :func:`cl2gnn.distributed.launch.group_ended`), which a scheduler
+    counts as a failed job; nothing that teardown would do is needed here (the outputs are
+    written through whole-file replaces, the process group is gone)."""
+    try:
+        status = main()
+    except SystemExit as exit_:
+        status = exit_.code
+    launch = sys.modules.get("cl2gnn.distributed.launch")  # loaded only if a group started
+    if launch is None or not launch.group_ended():
+        sys.exit(status)
+    if isinstance(status, str):
+        sys.stderr.write(status + "\n")
+    code = status if isinstance(status, int) else (0 if status is None else 1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

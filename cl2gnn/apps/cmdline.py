@@ -124,15 +124,31 @@ def output_dir(text: str) -> str:
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} is a file, not a folder")
+    _check_link(path, text)
     _check_parents(path, text)
     return text
 
 
+def _check_link(path: Path, text: str) -> None:
+    """A dangling symbolic link passes ``exists()`` as absent, but no folder can be made
+    there nor below it: refuse it now rather than after the work."""
+    if path.is_symlink() and not path.exists():
+        raise argparse.ArgumentTypeError(
+            f"{str(path)!r} in {text!r} is a symbolic link to {os.readlink(path)!r}, "
+            "which does not exist"
+        )
+
+
 def _check_parents(path: Path, text: str) -> None:
+    """The folders above ``path``: none a file or a dangling link, the nearest existing one
+    writable."""
     for parent in path.absolute().parents:
+        _check_link(parent, text)
         if parent.exists():
             if not parent.is_dir():
                 raise argparse.ArgumentTypeError(f"{str(parent)!r} in {text!r} is a file")
+            if not os.access(parent, os.W_OK):
+                raise argparse.ArgumentTypeError(f"{str(parent)!r} in {text!r} is not writable")
             return
 
 

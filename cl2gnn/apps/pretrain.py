@@ -12,6 +12,7 @@ import json
 import os
 import pickle
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,6 +76,9 @@ def common_parser(
         "--out", type=cmdline.output_dir, help="folder for checkpoint.pt and log.json"
     )
     parser.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
+    parser.add_argument(
+        "--overwrite", action="store_true", help="start afresh in an --out that holds a checkpoint"
+    )
     parser.add_argument("--json", type=cmdline.output_file, help="write the result summary here")
     parser.add_argument("--no-progress", action="store_true")
     return parser
@@ -97,8 +101,16 @@ def parse_args(
     apply_defaults(args, per_dataset)
     if args.dataset == "folder" and args.data_root is None:
         parser.error("--dataset folder needs --data-root")
-    if args.resume and (args.out is None or not (Path(args.out) / "checkpoint.pt").is_file()):
+    checkpoint = Path(args.out or ".") / "checkpoint.pt"
+    if args.resume and (args.out is None or not checkpoint.is_file()):
         parser.error("--resume needs --out with a checkpoint.pt in it")
+    if args.resume and args.overwrite:
+        parser.error("choose one of --resume and --overwrite")
+    if args.out is not None and checkpoint.exists() and not (args.resume or args.overwrite):
+        parser.error(
+            f"argument --out: {args.out!r} holds a checkpoint.pt of an earlier run; "
+            "--resume continues it, --overwrite starts afresh, or choose another folder"
+        )
     processes = int(os.environ.get("WORLD_SIZE", "1"))  # set by torchrun
     if args.batch_size % processes:
         parser.error(
@@ -158,11 +170,14 @@ def run(
     apply_defaults(args, per_dataset)
     args.device = args.device or default_device()
     cmdline.check_device(args.device)
-    device = init_from_env(args.device)
-    try:
-        return _run(args, device, make_model, make_objective)
-    finally:
-        shutdown()
+    with ExitStack() as stack:
+        if args.out is not None and int(os.environ.get("RANK", "0")) == 0:  # the writer
+            stack.enter_context(_files.locked_folder(args.out))
+        device = init_from_env(args.device)
+        try:
+            return _run(args, device, make_model, make_objective)
+        finally:
+            shutdown()
 
 
 def _run(args, device: torch.device, make_model, make_objective) -> dict:
@@ -201,7 +216,7 @@ def _run(args, device: torch.device, make_model, make_objective) -> dict:
     seconds = history.epoch_seconds[1:] or history.epoch_seconds  # first epoch: warm-up costs
     summary = {
         "knn_accuracy": history.knn_accuracy[-1],  # the last epoch, never the best
-        "epochs": args.epochs,
+        "epochs": trainer.epoch,  # resumed: the checkpoint's epochs and this run's
         "epoch_seconds": sum(seconds) / len(seconds),
         "images_per_second": 2
         * trainer.steps_per_epoch
@@ -227,11 +242,21 @@ def _run(args, device: torch.device, make_model, make_objective) -> dict:
 
 
 def resume(trainer: Pretrainer, checkpoint: Path) -> None:
-    """Load ``checkpoint`` into ``trainer``; a file torch cannot read, or one written for
-    another model, raises ``ValueError`` naming the file."""
+    """Load ``checkpoint`` into ``trainer``; a file torch cannot read, one written for
+    another model, or one that needs more than tensors and plain values to load (a pickled
+    callable: loading it could run code) raises ``ValueError`` naming the file."""
     try:
         trainer.load_checkpoint(checkpoint)
-    except (RuntimeError, KeyError, EOFError, pickle.UnpicklingError) as error:
+    except pickle.UnpicklingError as error:
+        # torch's weights-only refusal names the global it blocked on a line of its own
+        refused = [line.strip() for line in str(error).splitlines() if "GLOBAL" in line]
+        if not refused:
+            raise ValueError(f"{checkpoint}: cannot resume from it: {first_line(error)}") from None
+        raise ValueError(
+            f"{checkpoint}: refused: it holds more than tensors and plain values, and loading "
+            f"it could run code ({refused[0]})"
+        ) from None
+    except (RuntimeError, KeyError, EOFError) as error:
         raise ValueError(f"{checkpoint}: cannot resume from it: {first_line(error)}") from error
 
 

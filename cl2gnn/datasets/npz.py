@@ -15,6 +15,7 @@ ogbn-products' size included).
 
 from __future__ import annotations
 
+import math
 import zipfile
 import zlib
 from pathlib import Path
@@ -59,6 +60,30 @@ def _split_masks(raw, path: Path, num_nodes: int) -> list[np.ndarray]:
     return masks
 
 
+def _check_declared_sizes(archive: zipfile.ZipFile, path: Path) -> None:
+    """Each member's ``.npy`` header against the bytes it holds, before NumPy allocates the
+    shape the header declares (a header may declare 10¹⁸ elements in a file of a few
+    bytes)."""
+    for key in KEYS:
+        name = f"{key}.npy" if f"{key}.npy" in archive.namelist() else key
+        info = archive.getinfo(name)
+        with archive.open(info) as member:
+            version = np.lib.format.read_magic(member)
+            read_header = (
+                np.lib.format.read_array_header_1_0
+                if version == (1, 0)
+                else np.lib.format.read_array_header_2_0
+            )
+            shape, _, dtype = read_header(member)
+            declared = math.prod(shape) * dtype.itemsize
+            held = info.file_size - member.tell()
+        if declared > held:
+            raise ValueError(
+                f"{key} declares shape {list(shape)} of {dtype} ({declared} bytes) but holds "
+                f"{held} bytes"
+            )
+
+
 def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
     """A PyG ``Data`` (``x``, undirected ``edge_index``, ``y``; ``train_mask``,
     ``val_mask``, ``test_mask`` of shape ``[N, S]``, one column per split, as PyG's
@@ -70,6 +95,8 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
         raw = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
         raise ValueError(f"{path}: not a readable .npz file ({error})") from error
+    if not isinstance(raw, np.lib.npyio.NpzFile):  # np.load also reads a plain .npy
+        raise ValueError(f"{path}: not a .npz archive (a single array, {raw.dtype} {raw.shape})")
     with raw:
         missing = [key for key in KEYS if key not in raw.files]
         if missing:
@@ -77,21 +104,37 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
                 f"{path}: missing key(s) {', '.join(missing)}; needs {', '.join(KEYS)}"
             )
         try:  # a damaged member fails only when it is read
+            _check_declared_sizes(raw.zip, path)
             arrays = {key: raw[key] for key in KEYS}
         except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error) as error:
             raise ValueError(f"{path}: a member cannot be read ({error})") from error
         x, y, edges = arrays["node_features"], arrays["node_labels"], arrays["edges"]
-        if x.ndim != 2 or not np.issubdtype(x.dtype, np.number):
-            raise ValueError(f"{path}: node_features must be a numeric [N, F] array")
+        if x.ndim != 2 or np.iscomplexobj(x) or not np.issubdtype(x.dtype, np.number):
+            raise ValueError(
+                f"{path}: node_features must be a real numeric [N, F] array, "
+                f"got {x.dtype} {list(x.shape)}"
+            )
+        if x.shape[1] == 0:
+            raise ValueError(f"{path}: node_features has zero feature columns")
+        # checked after the cast: 1e300 is finite as float64, infinite as float32 (the
+        # overflow is reported below, as one line, rather than as NumPy's warning)
+        with np.errstate(over="ignore"):
+            x = x.astype(np.float32, copy=False)
         if not np.isfinite(x).all():
-            raise ValueError(f"{path}: node_features has NaN or infinite values")
+            raise ValueError(
+                f"{path}: node_features has NaN or infinite values (as float32, which "
+                "holds magnitudes up to 3.4e38)"
+            )
         n = x.shape[0]
         if y.shape != (n,) or not np.issubdtype(y.dtype, np.integer):
             raise ValueError(
                 f"{path}: node_labels must be {n} integers, got {y.dtype} {list(y.shape)}"
             )
-        if n == 0 or y.min() < 0:
-            raise ValueError(f"{path}: node_labels out of range: labels must be 0 … C-1")
+        if n == 0 or y.min() < 0 or y.max() > np.iinfo(np.int64).max:
+            raise ValueError(
+                f"{path}: node_labels out of range: labels must be 0 … C-1, got values in "
+                f"{y.min() if n else '-'} … {y.max() if n else '-'}"
+            )
         if np.unique(y).size < 2:
             raise ValueError(f"{path}: node_labels hold a single class; a probe needs two")
         if edges.ndim != 2 or edges.shape[1] != 2 or not np.issubdtype(edges.dtype, np.integer):
@@ -103,7 +146,7 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
         train, val, test = _split_masks(arrays, path, n)
     edge_index = to_undirected(torch.from_numpy(edges.astype(np.int64)).t(), num_nodes=n)
     data = Data(
-        x=torch.from_numpy(x.astype(np.float32)),
+        x=torch.from_numpy(x),
         edge_index=edge_index,
         y=torch.from_numpy(y.astype(np.int64)),
         train_mask=torch.from_numpy(train).t().contiguous(),

@@ -5,6 +5,7 @@ own timeout (rank 0 alone probing the embeddings)."""
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable
 from datetime import timedelta
@@ -51,9 +52,32 @@ def rank_and_world() -> tuple[int, int]:
     return 0, 1
 
 
-def shutdown() -> None:
-    if dist.is_available() and dist.is_initialized():
-        dist.destroy_process_group()
+def shutdown() -> bool:
+    """Leave the process group (every rank, after its last collective): destroy it, then
+    free now what still refers to its work (tensors of finished collectives and their
+    Python objects), while the interpreter is whole rather than during its teardown, where
+    releasing them from a C++ thread aborts the process (see :func:`group_ended`). Returns
+    whether there was a group to leave."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return False
+    dist.destroy_process_group()
+    gc.collect()
+    global _ENDED
+    _ENDED = True
+    return True
+
+
+_ENDED = False
+
+
+def group_ended() -> bool:
+    """Whether :func:`shutdown` left a process group in this process. Torch 2.14 aborts a
+    few percent of gloo runs after ``destroy_process_group``, during the interpreter's
+    teardown, once ``torch._dynamo`` is imported (PyG imports it): "terminate called
+    without an active exception", SIGABRT, the run's work done. The command line therefore
+    ends such a process with ``os._exit`` after flushing (:func:`cl2gnn.apps.cli.run`); a
+    script of one's own may do the same."""
+    return _ENDED
 
 
 def stream_seed(seed: int, *key: int) -> int:

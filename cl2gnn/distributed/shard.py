@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -57,19 +58,31 @@ class Shard:
         return sum(self.sizes)
 
 
-def shard_of(x: Tensor, min_total: int = 1, error: Exception | None = None) -> Shard:
-    """This rank's place in the global batch. One all-gather of the row counts, the widths
-    and whether this rank's own input checks failed (``error``: what they raised), so that
-    every rank raises the same error (a rank without rows, a rank's invalid input, unequal
-    widths, too few rows in all) instead of leaving the others waiting in a collective. A
-    rank's own error reaches every rank as ``ValueError`` (``TypeError`` for a type error)
-    ``"rank r: <its message>"``."""
+def shard_of(
+    x: Tensor, min_total: int = 1, error: Exception | None = None, call: str = ""
+) -> Shard:
+    """This rank's place in the global batch. One all-gather of the row counts, the widths,
+    whether this rank's own input checks failed (``error``: what they raised) and a hash of
+    ``call`` (what the caller is about to compute: its objective and mode), so that every
+    rank raises the same error (a rank without rows, a rank's invalid input, unequal
+    widths, too few rows in all, ranks computing different objectives or modes) instead of
+    leaving the others waiting in a collective that never matches. A rank's own error
+    reaches every rank as ``ValueError`` (``TypeError`` for a type error) ``"rank r: <its
+    message>"``."""
     rank, world = dist.get_rank(), dist.get_world_size()
     shaped = isinstance(x, Tensor) and x.dim() == 2
     rows, width = (x.size(0), x.size(1)) if shaped else (-1, -1)  # -1: not a [N, d] tensor
-    local = torch.tensor([rows, width, error is not None], device=_device(x))
+    local = torch.tensor([rows, width, error is not None, zlib.crc32(call.encode())])
+    local = local.to(_device(x))
     counts = [torch.empty_like(local) for _ in range(world)]
     dist.all_gather(counts, local)
+    if len({int(c[3]) for c in counts}) > 1:  # the calls' names only now: a second collective
+        calls = [None] * world
+        dist.all_gather_object(calls, call)
+        raise ValueError(
+            "the ranks called different objectives or modes: "
+            + ", ".join(f"rank {r} {name!r}" for r, name in enumerate(calls))
+        )
     sizes = tuple(int(c[0]) for c in counts)
     empty = [r for r, size in enumerate(sizes) if size == 0]
     if empty:
@@ -95,17 +108,19 @@ def shard_of(x: Tensor, min_total: int = 1, error: Exception | None = None) -> S
     return Shard(rank, sizes)
 
 
-def checked_shard(x: Tensor, check: Callable[[], T], min_total: int = 1) -> tuple[T, Shard]:
+def checked_shard(
+    x: Tensor, check: Callable[[], T], min_total: int = 1, call: str = ""
+) -> tuple[T, Shard]:
     """``check()`` (this rank's input checks, before any collective) and this rank's shard
     of ``x``'s rows, the checks' outcome decided by every rank together: where one rank's
     ``check`` raises ``ValueError`` or ``TypeError``, every rank raises it, naming that rank
-    (:func:`shard_of`)."""
+    (:func:`shard_of`, which also compares the ranks' ``call``)."""
     try:
         result = check()
     except (TypeError, ValueError) as error:
-        shard_of(x, min_total, error)  # raises on every rank
+        shard_of(x, min_total, error, call)  # raises on every rank
         raise  # unreachable: shard_of raised
-    return result, shard_of(x, min_total)
+    return result, shard_of(x, min_total, call=call)
 
 
 def _device(x) -> torch.device:

@@ -39,7 +39,9 @@ def normalized_laplacian(
     ``D`` is the weighted in-degree (PyG's ``gcn_norm`` convention); isolated nodes get
     ``Ā`` rows of zero.
     """
-    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, num_nodes, allow_empty=True)
+    edge_index, edge_weight = as_edge_index(
+        edge_index, edge_weight, num_nodes, allow_empty=True, non_negative=True
+    )
     src, dst = edge_index.cpu().numpy()
     w = np.ones(src.size) if edge_weight is None else edge_weight.detach().cpu().double().numpy()
     adj = np.zeros((num_nodes, num_nodes))
@@ -56,7 +58,9 @@ def class_spectra(
     """``λ_2`` and ``λ_max`` of each class's induced subgraph (Proposition 2's ``λ_Gk``)."""
     labels = labels.detach().cpu()
     n = labels.numel()
-    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, n, allow_empty=True)
+    edge_index, edge_weight = as_edge_index(
+        edge_index, edge_weight, n, allow_empty=True, non_negative=True
+    )
     edge_index = edge_index.cpu()
     out = []
     for label in torch.unique(labels).tolist():

@@ -18,7 +18,7 @@ from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
 from torch_geometric.sampler.neighbor_sampler import node_sample
 from torch_geometric.sampler.utils import to_csc
 
-from .._validation import check_integer
+from .._validation import as_edge_index, check_integer
 
 # NeighborLoader options the torch sampler does not implement: refused on both paths, so
 # that a script behaves the same with and without pyg-lib.
@@ -99,6 +99,7 @@ class TorchNeighborSampler(BaseSampler):
             raise ValueError("num_neighbors must name at least one hop, got []")
         for hop, count in enumerate(num_neighbors):
             check_integer(count, f"num_neighbors[{hop}]", -1)
+        _check_graph(data)
         self.num_neighbors = num_neighbors
         self.num_nodes = data.num_nodes
         self.generator = generator
@@ -167,6 +168,14 @@ class TorchNeighborSampler(BaseSampler):
         return start[segment] + offset, segment
 
 
+def _check_graph(data: Data) -> None:
+    """``edge_index`` ``[2, E]``, integer, in ``0 … N-1``: the CSC build below (PyG's
+    ``index2ptr``, an unchecked ``torch._convert_indices_from_coo_to_csr``) writes one
+    pointer per target up to the largest, past its ``N + 1`` entries for a target ``>= N``."""
+    if data.edge_index is not None:
+        as_edge_index(data.edge_index, None, data.num_nodes, allow_empty=True)
+
+
 def _sorted_by_target(data: Data) -> bool:
     """Whether ``data``'s ``edge_index`` is in CSC order already and contiguous (``False``
     without one: :func:`~torch_geometric.sampler.utils.to_csc` then reads ``adj_t``). A
@@ -229,6 +238,8 @@ def neighbor_loader(data: Data, num_neighbors: Sequence[int], **kwargs) -> NodeL
             ``is_sorted`` is not needed: a graph sorted by target
             (``data.sort(sort_by_row=False)``) is found so and sampled in place.
     """
+    if isinstance(data, Data):
+        _check_graph(data)
     unsupported = sorted(set(kwargs) & set(_NEIGHBOR_LOADER_ONLY))
     if unsupported:
         raise ValueError(

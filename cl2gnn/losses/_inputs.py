@@ -9,14 +9,18 @@ passed to the functional form, which checks them, at every call.
 from __future__ import annotations
 
 import inspect
-import numbers
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
 
-from .._validation import as_edge_index, check_features, check_same_shape
+from .._validation import (
+    as_edge_index,
+    check_features,
+    check_finite,
+    check_same_shape,
+)
 from ..distributed import Shard, checked_shard, is_distributed
 from ..graphs import cached_pair_graph, pair_graph
 
@@ -24,7 +28,9 @@ T = TypeVar("T")
 
 
 def check_positive(value, name: str) -> None:
-    if not (isinstance(value, numbers.Real) and value > 0):
+    """A finite number > 0 (``inf`` makes most terms a constant)."""
+    check_finite(value, name)
+    if value <= 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
 
 
@@ -105,12 +111,12 @@ def resolve_views(
                 f"sample_id must have shape [N] = [{z1.size(0)}], got {tuple(sample_id.shape)}"
             )
         return z1, pair_graph(sample_id=sample_id.to(z1.device)), None
-    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, z1.size(0))
+    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, z1.size(0), non_negative=True)
     return z1, edge_index, edge_weight
 
 
 def views_shard(
-    z1: Tensor, z2: Tensor | None, distributed: str | None, check: Callable[[int], T]
+    z1: Tensor, z2: Tensor | None, distributed: str | None, check: Callable[[int], T], call: str
 ) -> tuple[T, Shard | None]:
     """``check(min_rows)`` (the loss's input checks: ``min_rows`` the fewest rows of ``z1``)
     and, under a process group of several ranks, the rows per rank of the stacked views
@@ -118,10 +124,13 @@ def views_shard(
     outcome and the row counts are decided together, before any other collective
     (:func:`~cl2gnn.distributed.shard.checked_shard`), so that one rank's invalid input (a
     NaN, a graph out of range) or missing rows fail on every rank alike, naming that rank,
-    instead of leaving the others in a collective."""
+    instead of leaving the others in a collective; ``call`` (the loss's name) must be the
+    same on every rank, with the mode."""
     if not is_distributed(distributed):
         return check(1), None
-    result, shard = checked_shard(z1, lambda: check(0), min_total=1 if z2 is not None else 2)
+    result, shard = checked_shard(
+        z1, lambda: check(0), 1 if z2 is not None else 2, f"{call} ({distributed})"
+    )
     views = 1 if z2 is None else 2
     return result, Shard(shard.rank, tuple(views * size for size in shard.sizes))
 

@@ -5,7 +5,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import scatter
 
-from .._validation import check_features
+from .._validation import check_features, check_temperature
 from ..distributed import check_mode
 from ..nn import AttentionAlignConv
 from ..nn.attention import NORMALIZATIONS
@@ -13,7 +13,6 @@ from . import _tiling
 from ._inputs import (
     GraphLoss,
     check_choice,
-    check_positive,
     resolve_views,
     share_of_mean,
     views_shard,
@@ -49,7 +48,9 @@ def attention_info_nce(
                 check_features(h, name, rows)
         return resolved
 
-    (x, edge_index, edge_weight), shard = views_shard(z1, z2, distributed, check)
+    (x, edge_index, edge_weight), shard = views_shard(
+        z1, z2, distributed, check, "AttentionInfoNCELoss"
+    )
     h = h1 if h2 is None else torch.cat([h1, h2])
     x = F.normalize(x, dim=-1)
     align = shared_operator(
@@ -68,7 +69,7 @@ def attention_info_nce(
 
 
 def _check_options(temperature: float, normalize: str, distributed: str | None) -> None:
-    check_positive(temperature, "temperature")
+    check_temperature(temperature)
     check_choice(normalize, NORMALIZATIONS, "normalize")
     check_mode(distributed)
 

@@ -7,8 +7,9 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
+from .._validation import check_temperature
 from . import _tiling
-from ._inputs import GraphLoss, check_positive, resolve_views
+from ._inputs import GraphLoss, resolve_views
 from ._tiling import edges_by_target, row_tiled_sum, self_mask
 
 
@@ -50,7 +51,7 @@ def generalized_nt_xent(
 
 
 def _check_options(temperature: float, psi: Callable | None, eta: Callable | None) -> None:
-    check_positive(temperature, "temperature")
+    check_temperature(temperature)
     for name, function in (("psi", psi), ("eta", eta)):
         if function is not None and not callable(function):
             raise ValueError(f"{name} must be callable or None, got {function!r}")

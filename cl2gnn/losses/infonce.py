@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validation import check_integer
+from .._validation import check_integer, check_temperature
 from ..distributed import check_mode
 from ..nn import ContrastiveConv
 from ..nn.uniform import IMPLEMENTATIONS
@@ -12,7 +12,6 @@ from . import _tiling
 from ._inputs import (
     GraphLoss,
     check_choice,
-    check_positive,
     resolve_views,
     share_of_mean,
     views_shard,
@@ -41,6 +40,7 @@ def info_nce(
         z2,
         distributed,
         lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        "InfoNCELoss",
     )
     if normalize:
         x = F.normalize(x, dim=-1)
@@ -60,7 +60,7 @@ def info_nce(
 def _check_options(
     temperature: float, implementation: str, num_keys: int | None, distributed: str | None
 ) -> None:
-    check_positive(temperature, "temperature")
+    check_temperature(temperature)
     check_choice(implementation, IMPLEMENTATIONS, "implementation")
     if num_keys is not None:  # NumPy integers too; not bools or floats
         check_integer(num_keys, "num_keys", 1)

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
+from .._validation import check_temperature
 from ..distributed import Shard, check_mode, gather_rows, ring_row_logsumexp
 from . import _tiling
 from ._inputs import (
@@ -64,6 +65,7 @@ def kernel_info_nce(
         z2,
         distributed,
         lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        "KernelInfoNCELoss",
     )
 
     def contrast(x: Tensor, kernel) -> Tensor:
@@ -110,14 +112,14 @@ def _check_options(
     distributed: str | None,
 ) -> None:
     check_positive(gamma, "gamma")
-    check_positive(temperature, "temperature")
+    check_temperature(temperature)
     check_choice(mixture, MIXTURES, "mixture")
     check_choice(mixture_form, MIXTURE_FORMS, "mixture_form")
     if not 0.0 < lam < 1.0:
         raise ValueError(f"lam must lie in (0, 1), got {lam!r}")
     check_positive(gamma2, "gamma2")
     if temperature2 is not None:
-        check_positive(temperature2, "temperature2")
+        check_temperature(temperature2, "temperature2")
     check_mode(distributed)
 
 

@@ -4,12 +4,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
 
+from .._validation import check_temperature
 from ..distributed import check_mode
 from ..nn._graph import edge_dot
 from ._inputs import (
     GraphLoss,
     check_choice,
-    check_positive,
     resolve_views,
     share_of_mean,
     views_shard,
@@ -37,6 +37,7 @@ def random_walk_loss(
         z2,
         distributed,
         lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        "RandomWalkLoss",
     )
     x = F.normalize(x, dim=-1)
     n = x.size(0)
@@ -55,7 +56,7 @@ def random_walk_loss(
 
 
 def _check_options(temperature: float, form: str, distributed: str | None) -> None:
-    check_positive(temperature, "temperature")
+    check_temperature(temperature)
     check_choice(form, FORMS, "form")
     check_mode(distributed)
 

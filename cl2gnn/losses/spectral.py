@@ -40,8 +40,15 @@ def spectral_contrastive(
             return None
         return resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows)
 
-    resolved, shard = views_shard(z1, z2, distributed, check)
+    resolved, shard = views_shard(z1, z2, distributed, check, "SpectralContrastiveLoss")
     world = 1 if shard is None else shard.world_size
+    rows = z1.size(0) if shard is None else shard.total // (2 if z2 is not None else 1)
+    if rows < 2:  # the same on every rank: the totals are global
+        what = "samples" if two_views else "rows"
+        raise ValueError(
+            f"the spectral loss averages over pairs of distinct {what} and needs at least 2, "
+            f"got {rows}"
+        )
     if two_views:
         a, b = scale(z1), scale(z2)
         n = a.size(0) if shard is None else shard.total // 2

@@ -13,7 +13,7 @@ def normalized_graph(
     x: Tensor, edge_index: Tensor, edge_weight: Tensor | None
 ) -> tuple[Tensor, Tensor]:
     """Validated ``(edge_index, Ā weights)`` with ``Ā = D^{-1/2} A D^{-1/2}`` (``gcn_norm``)."""
-    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, x.size(0))
+    edge_index, edge_weight = as_edge_index(edge_index, edge_weight, x.size(0), non_negative=True)
     if edge_weight is not None:
         edge_weight = edge_weight.to(x.dtype)
     edge_index, weight = gcn_norm(

@@ -3,7 +3,7 @@ from __future__ import annotations
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 
-from .._validation import check_features
+from .._validation import CheckedOption, check_features, check_finite
 from ._graph import edge_dot, normalized_graph
 
 
@@ -38,6 +38,8 @@ class AlignConv(MessagePassing):
           adjacency ``adj_t`` :math:`(N, N)`, edge weights :math:`(E)` *(optional)*
         - **output:** node features :math:`(N, d)`; :meth:`energy`: scalar
     """
+
+    step = CheckedOption(check_finite)
 
     def __init__(self, step: float = 0.5, **kwargs) -> None:
         kwargs.setdefault("aggr", "add")

@@ -8,7 +8,7 @@ from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
-from .._validation import as_edge_index, check_features
+from .._validation import CheckedOption, as_edge_index, check_features, check_finite
 from ..distributed import (
     Shard,
     check_mode,
@@ -81,6 +81,9 @@ class AttentionAlignConv(MessagePassing):
         - **output:** features :math:`(N, d)`; :meth:`energy`: scalar;
           :meth:`attention`: :math:`(E)`
     """
+
+    step = CheckedOption(check_finite)
+    beta = CheckedOption(check_finite)
 
     def __init__(
         self,
@@ -156,7 +159,9 @@ class AttentionAlignConv(MessagePassing):
         if not distributed:
             return (*local(), None)
         min_total = 2 if self.normalize == "negatives" else 1
-        checked, shard = checked_shard(x, local, min_total=min_total)
+        checked, shard = checked_shard(
+            x, local, min_total, f"AttentionAlignConv ({self.distributed})"
+        )
         return (*checked, shard)
 
     @torch.no_grad()

@@ -5,7 +5,7 @@ import torch.distributed as dist
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 
-from .._validation import check_features
+from .._validation import CheckedOption, check_features, check_finite
 
 MODES = ("mean", "max", "cat")
 
@@ -57,6 +57,8 @@ class MultiStageMemory(MessagePassing):
         - **input:** features :math:`(B, d)`, ``sample_id`` :math:`(B)`
         - **output:** features :math:`(B, d)`; :meth:`energy`: scalar
     """
+
+    step = CheckedOption(check_finite)
 
     def __init__(
         self,

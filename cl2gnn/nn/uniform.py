@@ -7,7 +7,14 @@ from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
-from .._validation import as_edge_index, as_keys, check_features
+from .._validation import (
+    CheckedOption,
+    as_edge_index,
+    as_keys,
+    check_features,
+    check_finite,
+    check_temperature,
+)
 from ..distributed import (
     Shard,
     check_mode,
@@ -107,6 +114,8 @@ class UniformAttention(MessagePassing):
     """
 
     tau = _deprecation.tau
+    step = CheckedOption(check_finite)
+    temperature = CheckedOption(check_temperature)
 
     @_deprecation.accepts_tau
     def __init__(
@@ -123,8 +132,6 @@ class UniformAttention(MessagePassing):
         kwargs.setdefault("aggr", "add")
         super().__init__(**kwargs)
         check_mode(distributed)
-        if not temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {temperature}")
         if implementation not in IMPLEMENTATIONS:
             raise ValueError(
                 f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}"
@@ -307,7 +314,9 @@ class UniformAttention(MessagePassing):
 
         if not distributed:
             return (*local(), None)
-        checked, shard = checked_shard(x, local, min_total=1 if self.self_loops else 2)
+        checked, shard = checked_shard(
+            x, local, 1 if self.self_loops else 2, f"UniformAttention ({self.distributed})"
+        )
         return (*checked, shard)
 
     def _check_local(

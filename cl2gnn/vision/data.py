@@ -116,17 +116,16 @@ def _torchvision(name: str, root: str | None, train: bool) -> ImageSet:
 def read_image_folder(root: Path, split: str = "train") -> ImageSet:
     """An ImageFolder tree or zip: ``<split>/<class>/<image>`` (or ``<class>/<image>``)."""
     source = root / f"{split}.zip" if (root / f"{split}.zip").exists() else root
-    key = hashlib.sha1(f"{source.resolve()}:{split}:{source.stat().st_mtime}".encode()).hexdigest()
-    cached = cache_dir() / "vision" / f"folder-{key[:16]}.pt"
-    if cached.exists():
-        try:
-            return ImageSet(**torch.load(cached))
-        except (RuntimeError, EOFError, pickle.UnpicklingError, TypeError):
-            pass  # the cache is ours: one that cannot be read is built again
     try:
         files = _list_images(source, split)
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
         raise ValueError(f"{source}: not a readable zip file ({_first_line(error)})") from error
+    cached = cache_dir() / "vision" / f"folder-{_cache_key(source, split, files)}.pt"
+    if cached.exists():
+        try:
+            return ImageSet(**torch.load(cached, weights_only=True))
+        except (RuntimeError, EOFError, pickle.UnpicklingError, TypeError):
+            pass  # the cache is ours: one that cannot be read is built again
     if not files:
         raise ValueError(f"no images found under {source} (expected <class>/<image> folders)")
     classes = sorted({cls for cls, _ in files})
@@ -147,6 +146,15 @@ def read_image_folder(root: Path, split: str = "train") -> ImageSet:
     with _files.atomic_path(cached) as partial:
         torch.save(result.__dict__, partial)
     return result
+
+
+def _cache_key(source: Path, split: str, files: list[tuple[str, str]]) -> str:
+    """What the decoded images depend on: the zip's size and modification time, or every
+    listed image's name, size and modification time (a folder's own mtime changes only when
+    an entry is added or removed directly in it, not when an image under it changes)."""
+    stats = [source] if source.suffix == ".zip" else [source / name for _, name in files]
+    listing = "\n".join(f"{p}:{st.st_size}:{st.st_mtime_ns}" for p in stats for st in [p.stat()])
+    return hashlib.sha1(f"{source.resolve()}:{split}\n{listing}".encode()).hexdigest()[:16]
 
 
 def _list_images(source: Path, split: str) -> list[tuple[str, str]]:

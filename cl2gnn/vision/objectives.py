@@ -109,7 +109,7 @@ class SimCLRObjective(torch.nn.Module):
             check_features(z2, "z2", min_rows=0)
             check_same_shape(z1, z2)
 
-        _, samples = checked_shard(z1, check)
+        _, samples = checked_shard(z1, check, call="SimCLR nn-positives (gather)")
         shard = Shard(samples.rank, tuple(2 * size for size in samples.sizes))
         x = F.normalize(torch.cat([z1, z2]), dim=1)
         keys = gather_rows(x, shard)

@@ -235,8 +235,10 @@ class Pretrainer:
             torch.save(state, partial)
 
     def load_checkpoint(self, path: Path) -> None:
-        # on the CPU: generator states must stay there; load_state_dict moves the rest
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        # on the CPU: generator states must stay there; load_state_dict moves the rest.
+        # weights_only: a checkpoint holds tensors and plain values, and unpickling anything
+        # else could run code (pickle.UnpicklingError names what it refused)
+        state = torch.load(path, map_location="cpu", weights_only=True)
         if len(state["augment_gen"]) != self.world:
             raise ValueError(
                 f"{path} was written by {len(state['augment_gen'])} processes; resume it "

@@ -1,0 +1,120 @@
+"""Options that would make nonsense refused where they are given (issue 46, item 6): every
+registered loss's temperatures and every operator's step and temperature must be finite
+(and a temperature large enough for float32 logits), at construction and when set later;
+edge weights a degree normalisation divides by must not be negative; a loss that averages
+over pairs refuses a single row instead of returning NaN."""
+
+import inspect
+import math
+from functools import partial
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from cl2gnn.losses import PAIR_LOSSES
+from cl2gnn.nn import OPERATORS
+
+NONSENSE_TEMPERATURES = [math.inf, math.nan, 0.0, -1.0, 1e-30]
+NONSENSE_STEPS = [math.inf, -math.inf, math.nan]
+
+
+def options(cls) -> list[str]:
+    return list(inspect.signature(cls.__init__).parameters)[1:]
+
+
+TEMPERATURE_OPTIONS = [
+    (name, option)
+    for name, cls in sorted(PAIR_LOSSES.items())
+    for option in options(cls)
+    if option.startswith("temperature") or option in ("t", "mu", "alpha", "gamma")
+]
+BASE = {("KernelInfoNCELoss", "temperature2"): {"mixture": "simple"}}
+
+
+def test_the_cases_cover_every_temperature_of_a_registered_loss():
+    named = {(n, o) for n, cls in PAIR_LOSSES.items() for o in options(cls) if "temperature" in o}
+    assert named and named <= set(TEMPERATURE_OPTIONS)
+
+
+def views(rows: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    return tuple(F.normalize(torch.randn(rows, 6, generator=generator), dim=1) for _ in "12")
+
+
+@pytest.mark.parametrize(("name", "option"), TEMPERATURE_OPTIONS)
+@pytest.mark.parametrize("bad", NONSENSE_TEMPERATURES)
+def test_a_loss_refuses_a_nonsense_scale_at_construction_and_at_the_next_call(name, option, bad):
+    if option != "temperature" and not option.startswith("temperature") and bad == 1e-30:
+        return  # a tiny alpha, t, mu or gamma is a valid (if odd) value
+    cls, base = PAIR_LOSSES[name], BASE.get((name, option), {})
+    with pytest.raises(ValueError, match=option):
+        cls(**base, **{option: bad})
+    loss = cls(**base)
+    setattr(loss, option, bad)
+    with pytest.raises(ValueError, match=option):
+        loss(*views())
+
+
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+@pytest.mark.parametrize("bad", NONSENSE_STEPS)
+def test_an_operator_refuses_a_step_that_is_not_finite(name, bad):
+    cls = OPERATORS[name]
+    args = (4, 3) if name == "MultiStageMemory" else ()
+    with pytest.raises(ValueError, match="step"):
+        cls(*args, step=bad)
+    operator = cls(*args)
+    with pytest.raises(ValueError, match="step"):
+        operator.step = bad
+
+
+TEMPERATURE_OPERATORS = sorted(n for n, cls in OPERATORS.items() if "temperature" in options(cls))
+
+
+@pytest.mark.parametrize("name", TEMPERATURE_OPERATORS)
+@pytest.mark.parametrize("bad", NONSENSE_TEMPERATURES)
+def test_an_operator_refuses_a_nonsense_temperature(name, bad):
+    assert {"UniformAttention", "ContrastiveConv"} <= set(TEMPERATURE_OPERATORS)
+    with pytest.raises(ValueError, match="temperature"):
+        OPERATORS[name](temperature=bad)
+    operator = OPERATORS[name]()
+    with pytest.raises(ValueError, match="temperature"):
+        operator.temperature = bad
+
+
+def test_a_valid_negative_step_is_kept():
+    """eq. 12: ``step = -temperature`` is self-attention, not a mistake."""
+    assert OPERATORS["UniformAttention"](step=-0.5, temperature=0.5).step == -0.5
+
+
+def graph_loss(cls, x, edge_index, edge_weight):
+    return cls()(x, edge_index=edge_index, edge_weight=edge_weight)
+
+
+NEGATIVE_WEIGHT_CALLS = {
+    "AlignConv": lambda x, e, w: OPERATORS["AlignConv"]()(x, e, w),
+    "AlignConv.energy": lambda x, e, w: OPERATORS["AlignConv"]().energy(x, e, w),
+    "AttentionAlignConv": lambda x, e, w: OPERATORS["AttentionAlignConv"]()(x, e, w),
+    "ContrastiveConv": lambda x, e, w: OPERATORS["ContrastiveConv"]()(x, e, w),
+    **{
+        name: partial(graph_loss, cls)
+        for name, cls in PAIR_LOSSES.items()
+        if "edge_index" in inspect.signature(cls.forward).parameters
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(NEGATIVE_WEIGHT_CALLS))
+def test_a_negative_edge_weight_is_refused_where_degrees_normalise(name):
+    x = F.normalize(torch.randn(6, 4), dim=1)
+    edge_index = torch.tensor([[0, 1, 2, 3], [1, 0, 3, 2]])
+    weight = torch.tensor([1.0, 1.0, -0.5, 1.0])
+    with pytest.raises(ValueError, match="edge_weight must be >= 0"):
+        NEGATIVE_WEIGHT_CALLS[name](x, edge_index, weight)
+
+
+def test_the_spectral_loss_refuses_one_row_instead_of_nan():
+    loss = PAIR_LOSSES["SpectralContrastiveLoss"]()
+    with pytest.raises(ValueError, match="at least 2"):
+        loss(*views(1))
+    assert torch.isfinite(loss(*views(2)))
