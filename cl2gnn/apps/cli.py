@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -78,8 +79,6 @@ VIEW_FIELDS = {"drop_edge": "--drop-edge", "drop_feature": "--drop-feature"}
 
 
 def _node(args: argparse.Namespace) -> int:
-    from .node import format_table, run_node
-
     fields = {NODE_FIELDS[dest][0]: getattr(args, dest) for dest in NODE_FIELDS}
     fields |= {name: getattr(args, name) for name in VIEW_FIELDS}
     fields |= {
@@ -89,6 +88,15 @@ def _node(args: argparse.Namespace) -> int:
         "num_neighbors": args.num_neighbors,
         "distributed": args.distributed,
     }
+    # rank 0 writes the saved runs: it owns the folder (a second live run is refused)
+    owner = args.save is not None and int(os.environ.get("RANK", "0")) == 0
+    with _files.locked_folder(args.save) if owner else contextlib.nullcontext():
+        return _run_node(args, fields)
+
+
+def _run_node(args: argparse.Namespace, fields: dict) -> int:
+    from .node import format_table, run_node
+
     results = run_node(
         args.dataset,
         args.method,

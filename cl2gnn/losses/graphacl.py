@@ -3,19 +3,11 @@ negatives."""
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
-from .._validation import as_edge_index, check_features, check_same_shape
+from .._validation import as_edge_index, check_features, check_same_shape, check_temperature
 from ..nn._graph import edge_dot
-
-
-def _check_temperature(temperature: float) -> None:
-    number = isinstance(temperature, int | float) and not isinstance(temperature, bool)
-    if not (number and math.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
 
 
 def graphacl_loss(
@@ -44,7 +36,7 @@ def graphacl_loss(
     :math:`(2, E)` (sources in ``0 … R-1``, targets in ``0 … S-1``), ``negatives``
     :math:`(S, K)`; output: scalar.
     """
-    _check_temperature(temperature)
+    check_temperature(temperature)
     for name, value in (("p", p), ("u", u), ("z", z)):
         check_features(value, name)
     check_same_shape(p, z, ("p", "z"))
@@ -110,7 +102,7 @@ class GraphACLLoss(torch.nn.Module):
 
     def __init__(self, temperature: float = 0.5) -> None:
         super().__init__()
-        _check_temperature(temperature)
+        check_temperature(temperature)
         self.temperature = temperature
 
     def forward(
