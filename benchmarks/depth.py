@@ -212,6 +212,12 @@ def table(args) -> None:
         )
     chosen = max(counts, key=counts.get)
     cells = [c for c in cells if json.dumps(c["settings"], sort_keys=True) == chosen]
+    # a seed counts at a (graph, depth) only once every variant has run it: equal seeds
+    ran: dict = {}
+    for c in cells:
+        ran.setdefault((c["graph"], c["depth"], c["seed"]), set()).add(c["variant"])
+    variants = {c["variant"] for c in cells}
+    cells = [c for c in cells if ran[(c["graph"], c["depth"], c["seed"])] == variants]
     groups: dict = {}
     for c in cells:
         groups.setdefault((c["graph"], c["depth"], c["variant"]), []).append(c)
