@@ -14,7 +14,7 @@ def test_verify_passes_and_writes_json(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "PASS" in text and "AlignConv" in text
     checks = json.loads(out.read_text())["checks"]
-    assert len(checks) == 11 and max(checks.values()) < 1e-10
+    assert len(checks) == 12 and max(checks.values()) < 1e-10
 
 
 def test_verify_fails_when_tolerance_is_impossible(capsys):

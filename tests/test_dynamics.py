@@ -1,6 +1,9 @@
 """Each synthetic study's claim, asserted numerically at reduced size."""
 
+import itertools
 import json
+import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -101,6 +104,19 @@ def test_new_designs(tmp_path):
     assert m["attention_weight_wrong_edges"] < 0.5 * m["attention_weight_right_edges"]
     assert m["attention_separation_final"] > m["plain_separation_final"]
     assert m["memory_multi-stage (s=16)_spread_final"] > m["memory_alignment_spread_final"]
+
+
+def test_oversmoothing_alignment_collapses_contrastive_norm_does_not(tmp_path):
+    root = os.environ.get("CL2GNN_DATA")
+    if not root or not (Path(root) / "planetoid/Cora/raw").is_dir():
+        pytest.skip(f"needs $CL2GNN_DATA/planetoid/Cora/raw (CL2GNN_DATA={root})")
+    result = run_study("oversmoothing", tmp_path, steps=32, dim=16)
+    m, align = result.metrics, result.curves["AlignConv"]["dirichlet"]
+    assert all(b <= a for a, b in itertools.pairwise(align))  # GCN smooths monotonically
+    assert m["align_dirichlet_final"] < 0.05 * m["dirichlet_initial"]  # collapse
+    assert m["align_norm_dirichlet_final"] > 0.1 * m["dirichlet_initial"]  # no collapse
+    assert m["align_norm_dirichlet_final"] > 5 * m["align_dirichlet_final"]
+    assert (tmp_path / "oversmoothing.png").stat().st_size > 10_000
 
 
 def test_cli_list_and_run(tmp_path, capsys):

@@ -14,14 +14,18 @@ import pytest
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.py"))
 # a short run of each example; one not listed runs with --epochs 1
-SHORT = {"simclr.py": ["--epochs", "1", "--batch-size", "64"]}
+SHORT = {
+    "simclr.py": ["--epochs", "1", "--batch-size", "64"],
+    "deep_gcn.py": ["--epochs", "1", "--layers", "4"],
+}
 # the data an example reads under $CL2GNN_DATA (it is skipped without it)
-NEEDS_DATA = {"grace_cora.py": "planetoid/Cora/raw"}
+NEEDS_DATA = {"grace_cora.py": "planetoid/Cora/raw", "deep_gcn.py": "planetoid/Cora/raw"}
 ACCURACY = re.compile(r"^(?P<name>.*) accuracy: (?P<value>-?[0-9.]+)(?P<percent> %)?$", re.M)
 
 
 def test_the_examples_are_found():
-    assert {"grace_cora.py", "simclr.py", "own_encoder.py"} <= {path.name for path in EXAMPLES}
+    expected = {"grace_cora.py", "simclr.py", "own_encoder.py", "deep_gcn.py"}
+    assert expected <= {path.name for path in EXAMPLES}
 
 
 def check_accuracy(match: re.Match) -> float:

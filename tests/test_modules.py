@@ -26,6 +26,8 @@ def make_operator(name):
         return op, (torch.arange(N),)
     if name == "UniformAttention":
         return OPERATORS[name](step=0.1), ()
+    if name == "ContrastiveNorm":  # a normalisation layer: its width, the complete graph
+        return OPERATORS[name](D, step=0.1), ()
     return OPERATORS[name](step=0.1), (edge_index,)
 
 

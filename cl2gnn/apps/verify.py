@@ -14,6 +14,7 @@ from cl2gnn.nn import (
     AlignConv,
     AttentionAlignConv,
     ContrastiveConv,
+    ContrastiveNorm,
     MultiStageMemory,
     UniformAttention,
 )
@@ -75,6 +76,7 @@ def run_checks(device: str = "cpu", num_nodes: int = 64, dim: int = 16, seed: in
         ),
         ("MultiStageMemory", lambda: _identity_error(memory, x, ids)),
         ("ContrastiveConv", lambda: _identity_error(ContrastiveConv(0.2, 0.5), x, pairs)),
+        ("ContrastiveNorm", lambda: _norm_identity_error(x)),
         ("eq. 12 self-attention", lambda: _self_attention_error(x)),
         (
             "Prop. 1 InfoNCE decomposition",
@@ -82,6 +84,15 @@ def run_checks(device: str = "cpu", num_nodes: int = 64, dim: int = 16, seed: in
         ),
     ]
     return [(name, check()) for name, check in checks]
+
+
+def _norm_identity_error(x: torch.Tensor) -> float:
+    """``forward(x) == LayerNorm(x - step * grad(energy)(x))``: the normalisation layer's
+    step is UniformAttention's stop-gradient step (logits of ``x`` itself)."""
+    op = ContrastiveNorm(x.size(1), 0.3, 0.5, normalize=False).to(x.device, x.dtype)
+    x = x.detach().requires_grad_(True)
+    (grad,) = torch.autograd.grad(op.energy(x), x)
+    return float((op(x) - op.norm(x - op.step * grad)).detach().abs().max())
 
 
 def _self_attention_error(x: torch.Tensor) -> float:

@@ -7,6 +7,7 @@ loss), tied exactly by ``forward(x) == x - step * grad(energy)(x)``.
 from .align import AlignConv
 from .attention import AttentionAlignConv
 from .contrastive import ContrastiveConv
+from .contrastive_norm import ContrastiveNorm
 from .memory import MultiStageMemory
 from .uniform import UniformAttention
 
@@ -16,6 +17,7 @@ OPERATORS = {
     "AttentionAlignConv": AttentionAlignConv,
     "MultiStageMemory": MultiStageMemory,
     "ContrastiveConv": ContrastiveConv,
+    "ContrastiveNorm": ContrastiveNorm,
 }
 
 __all__ = [
@@ -23,6 +25,7 @@ __all__ = [
     "AlignConv",
     "AttentionAlignConv",
     "ContrastiveConv",
+    "ContrastiveNorm",
     "MultiStageMemory",
     "UniformAttention",
 ]

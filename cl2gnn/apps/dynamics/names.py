@@ -10,4 +10,5 @@ STUDY_NAMES = (
     "spectral-clustering",
     "neural-kernel",
     "new-designs",
+    "oversmoothing",
 )
