@@ -56,11 +56,15 @@ def test_a_loss_refuses_a_nonsense_scale_at_construction_and_at_the_next_call(na
         loss(*views())
 
 
+# the operators' positional arguments (sizes) in these tests
+ARGS = {"MultiStageMemory": (4, 3), "ContrastiveNorm": (4,)}
+
+
 @pytest.mark.parametrize("name", sorted(OPERATORS))
 @pytest.mark.parametrize("bad", NONSENSE_STEPS)
 def test_an_operator_refuses_a_step_that_is_not_finite(name, bad):
     cls = OPERATORS[name]
-    args = (4, 3) if name == "MultiStageMemory" else ()
+    args = ARGS.get(name, ())
     with pytest.raises(ValueError, match="step"):
         cls(*args, step=bad)
     operator = cls(*args)
@@ -75,9 +79,10 @@ TEMPERATURE_OPERATORS = sorted(n for n, cls in OPERATORS.items() if "temperature
 @pytest.mark.parametrize("bad", NONSENSE_TEMPERATURES)
 def test_an_operator_refuses_a_nonsense_temperature(name, bad):
     assert {"UniformAttention", "ContrastiveConv"} <= set(TEMPERATURE_OPERATORS)
+    args = ARGS.get(name, ())
     with pytest.raises(ValueError, match="temperature"):
-        OPERATORS[name](temperature=bad)
-    operator = OPERATORS[name]()
+        OPERATORS[name](*args, temperature=bad)
+    operator = OPERATORS[name](*args)
     with pytest.raises(ValueError, match="temperature"):
         operator.temperature = bad
 

@@ -1,14 +1,19 @@
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import softmax
 
-from .._validation import as_edge_index, as_keys, check_features
+from .._validation import (
+    CheckedOption,
+    as_edge_index,
+    as_keys,
+    check_features,
+    check_finite,
+    check_temperature,
+)
 from ..distributed.partition import masked_logits
 from ._graph import edge_dot
 from .sampled import sampled_logits
@@ -78,6 +83,9 @@ class ContrastiveNorm(MessagePassing):
         - **output:** features :math:`(N, d)`; :meth:`energy`: scalar
     """
 
+    step = CheckedOption(check_finite)
+    temperature = CheckedOption(check_temperature)
+
     def __init__(
         self,
         channels: int,
@@ -95,10 +103,6 @@ class ContrastiveNorm(MessagePassing):
         super().__init__(**kwargs)
         if not isinstance(channels, int) or channels < 1:
             raise ValueError(f"channels must be a positive int, got {channels!r}")
-        if not math.isfinite(step):
-            raise ValueError(f"step must be finite, got {step}")
-        if not (math.isfinite(temperature) and temperature > 0):
-            raise ValueError(f"temperature must be finite and > 0, got {temperature}")
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
         if implementation not in IMPLEMENTATIONS or implementation == "triton":
