@@ -246,7 +246,7 @@ def table(args) -> None:
     save_table(
         "depth",
         "Node classification",
-        "Accuracy against depth: a supervised GCN with each normalisation (issue 44)",
+        "Accuracy against depth: a supervised GCN with each normalisation",
         [
             "graph",
             "depth",

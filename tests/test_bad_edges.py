@@ -1,4 +1,4 @@
-"""Edges out of range never reach a kernel through the graph helpers (issue 46, item 2).
+"""Edges out of range never reach a kernel through the graph helpers.
 PyG's CSR/CSC builds (``index2ptr``: ``torch._convert_indices_from_coo_to_csr``) and torch's
 sparse CSR matmul trust their indices: a target ``>= N`` writes past the pointer array, a
 source ``>= N`` reads (forward) and writes (backward) past the features; heap corruption or

@@ -1,4 +1,4 @@
-"""Ranks that call different objectives or modes (issue 46, item 8) fail at once, on every
+"""Ranks that call different objectives or modes fail at once, on every
 rank, with a message naming what each rank called, instead of waiting in collectives that
 never match until the process group's timeout (here 20 s; gloo's default is 30 minutes)."""
 

@@ -1,4 +1,4 @@
-"""Distributed runs exit cleanly (issue 46, item 3): ``python -m cl2gnn simclr`` on 2 and 3
+"""Distributed runs exit cleanly: ``python -m cl2gnn simclr`` on 2 and 3
 gloo processes, 50 launches each, every process exiting 0, none aborted. On torch 2.14 a
 few percent of such processes died with SIGABRT ("terminate called without an active
 exception") during the interpreter's teardown after ``destroy_process_group``, their work

@@ -1,4 +1,4 @@
-"""Crafted ``.npz`` files (issue 46, item 4): each is refused by ``cl2gnn node --dataset
+"""Crafted ``.npz`` files: each is refused by ``cl2gnn node --dataset
 G.npz`` in one line, exit 2, naming the file and the field, before the reader allocates a
 declared shape or any training starts."""
 

@@ -1,4 +1,4 @@
-"""Options that would make nonsense refused where they are given (issue 46, item 6): every
+"""Options that would make nonsense refused where they are given: every
 registered loss's temperatures and every operator's step and temperature must be finite
 (and a temperature large enough for float32 logits), at construction and when set later;
 edge weights a degree normalisation divides by must not be negative; a loss that averages

@@ -1,4 +1,4 @@
-"""What the image commands read and write (issue 46, items 1, 5 and 6): a checkpoint is
+"""What the image commands read and write: a checkpoint is
 loaded as weights only (a pickled callable in it is refused, never run); a run folder is
 owned by one live run, a checkpoint in it is kept unless --resume or --overwrite, a resume
 records the epochs trained and a killed writer's .partial is cleared; the decoded-image
