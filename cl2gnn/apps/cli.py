@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
+import platform
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -488,6 +490,18 @@ def main(argv: list[str] | None = None) -> int:
             shutdown()
 
 
+def keep_freed_blocks() -> None:
+    """Keep freed blocks of up to 32 MiB (glibc's largest threshold) in the process's heap.
+    By default glibc hands such blocks back to the kernel on ``free`` and every training step
+    page-faults its activations in again (on the embedded default, 13% of the wall time).
+    A no-op without glibc."""
+    if platform.libc_ver()[0] != "glibc":
+        return
+    libc = ctypes.CDLL(None)
+    libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: serve blocks up to 32 MiB from the heap
+    libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD: do not shrink the heap after each step
+
+
 def run() -> NoReturn:
     """The ``cl2gnn`` command (the console script, ``python -m cl2gnn``): :func:`main`, then
     exit with its status. A process that left a torchrun process group exits with
@@ -496,6 +510,7 @@ def run() -> NoReturn:
     work is done, see :func:`cl2gnn.distributed.launch.group_ended`), which a scheduler
     counts as a failed job; nothing that teardown would do is needed here (the outputs are
     written through whole-file replaces, the process group is gone)."""
+    keep_freed_blocks()
     try:
         status = main()
     except SystemExit as exit_:

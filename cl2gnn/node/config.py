@@ -433,15 +433,17 @@ def graph_name(graph) -> str | None:
 # then these, in the order of their mean validation rank on every on-disk graph without one
 # (results/node_default_selection.json): CCA-SSG with the GraphSAGE encoder and every layer
 # read out (2.29), GRACE's alike with 256 sampled keys (3.0, the best on chameleon-filtered),
-# and GraphACL with its authors' configuration for the wiki graphs (chameleon), 1,024 wide
-# (the best on chameleon by 11 points)
+# and GraphACL with its authors' configuration for the wiki graphs (chameleon), 512 wide (the
+# best on chameleon by 11 points; against 1,024 wide, -0.45 validation points on average over
+# seven graphs, -0.83 on chameleon, the only one where it wins, at half the time or less:
+# results/node_auto_graphacl_width.json)
 CANDIDATES: tuple[tuple[str, str, NodeConfig], ...] = (
     ("cca_ssg sage layers", "cca_ssg", UNPUBLISHED),
     ("grace sage layers", "grace", GRACE_UNPUBLISHED),
     (
-        "graphacl wiki 1024",
+        "graphacl wiki 512",
         "graphacl",
-        PUBLISHED["graphacl", "chameleon"].with_overrides(hidden=1024, first_hidden=1024),
+        PUBLISHED["graphacl", "chameleon"].with_overrides(hidden=512, first_hidden=512),
     ),
 )
 
