@@ -137,7 +137,7 @@ def main() -> None:
     print(
         save_table(
             "node_epoch_profile",
-            "Scale",
+            "Speed",
             f"Where a full-batch GRACE epoch's time goes on {data.name}",
             ["kind", "phase or operator", "ms per epoch", "share"],
             rows,

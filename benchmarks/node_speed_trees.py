@@ -80,7 +80,7 @@ def main() -> None:
             print(rows[-1], flush=True)
     save_table(
         "node_speed_trees",
-        "Node classification",
+        "Speed",
         "Cora full-batch epochs by version: cl2gnn's loss against GRACE's formulation",
         ["round", "commit", "cl2gnn ms/epoch", "GRACE formulation ms/epoch", "ratio"],
         rows,
