@@ -311,7 +311,7 @@ def write_tables(
 
 def grace_paper_objective(tau: float):
     """GRACE's loss as its paper writes it, dense: ``(z1, z2, h1, h2) -> loss``."""
-    from operators import grace_chunked_loss  # benchmarks/operators.py
+    from _operators import grace_chunked_loss  # benchmarks/_operators.py
 
     def grace_paper(z1, z2, h1, h2):
         return grace_chunked_loss(z1, z2, tau, chunk=z1.size(0))

@@ -15,7 +15,7 @@ import results_page
 def results(tmp_path, monkeypatch):
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
     # a table's command defaults to the process's: a benchmark's here, not pytest's
-    script = Path(_results.__file__).with_name("operators.py")
+    script = Path(_results.__file__).with_name("loss_kernels.py")
     monkeypatch.setattr(sys, "argv", [str(script), "gemm", "--n", "64"])
     return tmp_path / "results"
 
@@ -104,7 +104,7 @@ def test_a_line_over_300_characters_is_refused_naming_its_file(results):
     [
         ("python benchmarks/no_such.py --seeds 3", "benchmarks/no_such.py: no such script"),
         ("python benchmarks/node_select.py c.json --max-minutes 9", "--max-minutes: no such"),
-        ("python benchmarks/operators.py gemm --n 1, then the same with --nope", "--nope: no"),
+        ("python benchmarks/loss_kernels.py gemm --n 1, then the same with --nope", "--nope: no"),
         ("python benchmarks/large_steps.py profile --steps 2", "profile: no such subcommand"),
         ("cl2gnn node --dataset Cora --hidden-size 4", "cl2gnn --hidden-size: no such option"),
         ("python benchmarks/image_ssl.py variants --extra --subsett 9", "--subsett: no such"),
