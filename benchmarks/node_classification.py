@@ -211,8 +211,9 @@ def merged_results(journal: Journal) -> dict[tuple[str, str], dict]:
 def cell(result: dict, seeds: int | None = None) -> str:
     """``mean ± std``, with the seed count where it is not the graph's (``seeds``)."""
     text = f"{result['score_mean']:.2f} ± {result['score_std']:.2f}"
-    count = len(result["seeds"])
-    return text if seeds is None or count == seeds else f"{text} ({count} seeds)"
+    if seeds is None or len(result["seeds"]) == seeds:
+        return text
+    return f"{text} ({len(result['seeds'])} seeds)"
 
 
 def write_tables(
