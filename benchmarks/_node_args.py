@@ -1,7 +1,8 @@
 """What the node benchmarks share to check their command line before torch loads: the
-``--dataset`` argument, and the configuration files (a JSON list of ``{method, <NodeConfig
-field>: value}``) read and checked entry by entry while parsing, so that a typo in the
-tenth entry fails at once, naming the file and the entry, not after nine trainings.
+configuration files (a JSON list of ``{method, <NodeConfig field>: value}``) read and checked
+entry by entry while parsing, so that a typo in the tenth entry fails at once, naming the
+file and the entry, not after nine trainings; and the JSON lines a benchmark reads back.
+(``--dataset`` is :func:`cl2gnn.apps.cmdline.dataset_argument`, ``cl2gnn node``'s own.)
 
 Standard library and the torch-free ``cl2gnn.node.names`` / ``cl2gnn.node.config`` only;
 a field's check is :func:`cl2gnn.node.config.check_field`, the one the library and
@@ -14,11 +15,8 @@ import argparse
 import json
 from pathlib import Path
 
-from cl2gnn.apps.cmdline import dataset_argument
 from cl2gnn.node.config import config_from_dict
 from cl2gnn.node.names import METHODS
-
-dataset = dataset_argument  # the --dataset type of cl2gnn node
 
 
 def check_entry(entry: object) -> None:

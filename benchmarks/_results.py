@@ -15,7 +15,15 @@ from pathlib import Path
 from cl2gnn.apps import cmdline
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
-TOPICS = ("Operators", "Node classification", "Scale", "Image SSL")
+# a table's topic -> the question its section of the page answers, in the page's order
+TOPICS = {
+    "Node classification": "Accuracy per graph and method",
+    "Reproduction": "Reproduction against the authors' code",
+    "Speed": "Speed against the peers",
+    "Scale": "Memory at scale",
+    "Image SSL": "Image SSL",
+    "Operators": "The operator contract",
+}
 
 
 def rss_mb() -> float:
@@ -62,13 +70,15 @@ def save_table(
     device: str = "cpu",
     notes: str = "",
     command: str | None = None,
+    config: dict | None = None,
 ) -> Path:
     """Write one table to ``results/<name>.json`` (a re-run replaces it). ``command``
-    defaults to this process's own command line."""
+    defaults to this process's own command line; ``config`` (the configurations the rows
+    ran, JSON) is kept beside the table rather than written into its notes."""
     if not cmdline.FILE_STEM.fullmatch(name):
         raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
     if topic not in TOPICS:
-        raise ValueError(f"topic must be one of {TOPICS}, got {topic!r}")
+        raise ValueError(f"topic must be one of {tuple(TOPICS)}, got {topic!r}")
     if any(len(row) != len(columns) for row in rows):
         raise ValueError("every row needs one cell per column")
     if command is None:
@@ -84,6 +94,8 @@ def save_table(
         "rows": rows,
         "notes": notes,
     }
+    if config is not None:
+        record["config"] = config
     RESULTS_DIR.mkdir(exist_ok=True)
     path = RESULTS_DIR / f"{name}.json"
     tmp = path.with_suffix(".tmp")

@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> None:
         rows = merged(kept, rows)
     save_table(
         args.name,
-        "Scale",
+        "Speed",
         "Exact InfoNCE across processes: loss + backward",
         ["views N", "processes P", "method", "seconds (slowest rank)", "peak MB per rank"],
         rows,

@@ -119,7 +119,7 @@ def main() -> None:
     from cl2gnn.node.fullbatch import FullBatchTrainer
 
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", default="Cora")
+    parser.add_argument("--dataset", type=cmdline.dataset_argument, default="Cora")
     parser.add_argument("--epochs", type=cmdline.positive_int, default=20)
     parser.add_argument("--warmup", type=cmdline.non_negative_int, default=5)
     parser.add_argument("--top", type=cmdline.positive_int, default=10)
@@ -137,7 +137,7 @@ def main() -> None:
     print(
         save_table(
             "node_epoch_profile",
-            "Scale",
+            "Speed",
             f"Where a full-batch GRACE epoch's time goes on {data.name}",
             ["kind", "phase or operator", "ms per epoch", "share"],
             rows,

@@ -35,11 +35,11 @@ case $part in
 checks)
     step python3 -m pytest -q -p no:cacheprovider -rs
     step python3 -m cl2gnn verify --device cuda
-    step python3 benchmarks/operators.py scale --sizes 65536 262144 1048576 --dtype bfloat16 \
+    step python3 benchmarks/infonce_scale.py scale --sizes 65536 262144 1048576 --dtype bfloat16 \
         --save gpu_scale_infonce
-    step python3 benchmarks/operators.py fullgraph --nodes 169343 --device cuda \
+    step python3 benchmarks/fullgraph_step.py --nodes 169343 --device cuda \
         --save gpu_fullgraph_arxiv
-    step python3 benchmarks/operators.py knn --sizes 100000 1000000 --dim 128 --k 10 \
+    step python3 benchmarks/knn_build.py --sizes 100000 1000000 --dim 128 --k 10 \
         --device cuda --save gpu_knn
     cp benchmarks/results/gpu_{scale_infonce,fullgraph_arxiv,knn}.json "$out"/ 2>>"$log"
     ;;

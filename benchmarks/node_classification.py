@@ -8,26 +8,24 @@ published self-supervised numbers: one table.
   (the 10 shipped geom-gcn splits, seed = split index, ``C`` on the validation nodes),
   accuracy or, for minesweeper's two classes, ROC-AUC.
 
-``default`` is what ``cl2gnn node`` trains without ``--method``: GRACE with the graph's
-published configuration, else the method and configuration chosen for graphs without one
-(:func:`cl2gnn.node.default_method`); a named method runs with its configuration for the
-graph (:func:`cl2gnn.node.default_config`), ``--override METHOD:FIELD=JSON`` changing one
-field of one method's runs::
+``default`` is what ``cl2gnn node`` trains without ``--method`` (method ``auto``: the
+candidate with the best validation score on the graph); a named method runs with its
+configuration for the graph (:func:`cl2gnn.node.default_config`), ``--override
+METHOD:FIELD=JSON`` changing one field of one method's runs::
 
     python benchmarks/node_classification.py --methods default grace cca_ssg graphacl bgrl \
-        --other-seeds 1 --override bgrl:epochs=300 --out runs/node \
-        --max-minutes 8 --part-seeds 2                                  # repeat until done
+        --other-seeds 1 --override bgrl:epochs=300 --out runs/node.jsonl --part-seeds 2
     python benchmarks/node_classification.py ... --table               # -> results/*.json
 
-Each (graph, method) runs in fresh processes of at most ``--part-seeds`` seeds (so that its
-peak memory is its own and no part runs long), merged into
-``<out>/node_<graph>_<method>.json`` once every part is there; a run skips the parts
-already there and stops starting new ones after ``--max-minutes``, so the benchmark runs in
-chunks. The first
-method of each graph also scores the baselines on the same splits: the probe on the raw
-features (L2-normalised, the probe of the embeddings, and standardised) and the encoder at
-its random initialisation. ``--table`` writes ``results/node_classification.json`` (scores)
-and ``results/node_classification_time.json`` (ms per epoch) through ``_results.save_table``.
+Each (graph, method) runs as ``cl2gnn node --json`` in fresh processes of at most
+``--part-seeds`` seeds (so that its peak memory is its own and no part runs long), each part
+an entry of the journal ``--out`` (``_runner.Journal``: a run stopped part-way carries on
+where it stopped when started again); ``--table`` merges the parts. The first method of each
+graph also scores the baselines on the same splits (``cl2gnn node --baselines``): the probe
+on the raw features (L2-normalised, the probe of the embeddings, and standardised) and the
+encoder at its random initialisation. ``--table`` writes ``results/node_classification.json``
+(scores, with the configurations in its ``config`` field) and
+``results/node_classification_time.json`` (ms per epoch) through ``_results.save_table``.
 
 ``--speed`` times training epochs with GRACE's configuration on a dataset (default Cora) for
 cl2gnn's ``grace`` (exact tiled InfoNCE), with ``--num-keys K`` also for ``grace`` with ``K``
@@ -41,15 +39,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
-import time
+import tempfile
 from datetime import date
 from pathlib import Path
 
 from _results import machine, save_table  # benchmarks/_results.py
+from _runner import Journal
 
-from cl2gnn.apps.node import BASELINES, _summary
+from cl2gnn.apps import cmdline
+from cl2gnn.apps.node import BASELINES
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import default_config, load_node_dataset, train_node_model
 from cl2gnn.node.config import check_field
@@ -81,7 +82,8 @@ CORA_TARGET = 83.0
 
 
 def target(graph: str, result: dict) -> str:
-    """Whether the first method's mean score meets the graph's target, with the numbers."""
+    """Whether the first method's mean score meets the graph's target (the numbers it is
+    compared with are the table's rows)."""
     score = result["score_mean"]
     floor = max(result["baselines"][name]["score_mean"] for name in BASELINES)
     anchors = [
@@ -89,12 +91,12 @@ def target(graph: str, result: dict) -> str:
         for name, numbers in ANCHORS.items()
         if graph in numbers and "not self-supervised" not in name
     ]
-    met, against = score > floor, f"baselines {floor:.2f}"
+    met = score > floor
     if graph == "Cora":
-        met, against = met and score >= CORA_TARGET, f"{against}, target {CORA_TARGET:g}"
+        met = met and score >= CORA_TARGET
     elif anchors:
-        met, against = met and score > max(anchors), f"{against}, anchor {max(anchors):g}"
-    return f"{'met' if met else 'not met'} ({score:.2f} vs {against})"
+        met = met and score > max(anchors)
+    return "met" if met else "not met"
 
 
 def on_disk_graphs() -> list[str]:
@@ -106,50 +108,58 @@ def on_disk_graphs() -> list[str]:
     ]
 
 
-def result_path(out: Path, dataset: str, method: str, first: int | None = None) -> Path:
-    """The (graph, method) result, or its part from seed ``first`` on."""
-    part = "" if first is None else f"_from{first}"
-    return out / f"node_{dataset}_{method}{part}.json"
+def node_command(
+    dataset: str, method: str, first: int, n: int, baselines: bool, overrides: dict, json_path
+) -> list[str]:
+    """The ``cl2gnn node`` command line of seeds ``first … first + n - 1`` of one method
+    (``default``: the command's own choice) on one graph under the graph's own protocol; the
+    fields of ``overrides`` from a ``--config`` file beside ``json_path``, ``hidden`` as
+    ``--hidden`` (which keeps the layers' ratios)."""
+    command = [sys.executable, "-W", "ignore", "-m", "cl2gnn", "node", "--dataset", dataset]
+    command += [] if method == DEFAULT else ["--method", method]
+    command += ["--seeds", str(n), "--seed", str(first), "--no-progress", "--json", json_path]
+    command += ["--baselines"] if baselines else []
+    fields = dict(overrides)
+    if "hidden" in fields:
+        command += ["--hidden", str(fields.pop("hidden"))]
+    if fields:
+        config = Path(json_path).with_suffix(".config.json")
+        config.write_text(json.dumps(fields))
+        command += ["--config", str(config)]
+    return command
 
 
 def run_part(
-    dataset: str, method: str, out: Path, baselines: bool, first: int, n: int, overrides: dict
+    dataset: str, method: str, first: int, n: int, baselines: bool, overrides: dict
 ) -> dict:
-    """Seeds ``first … first + n - 1`` of one method (``default``: the graph's default method
-    and configuration) on one graph under the graph's own protocol, in a fresh process."""
-    target = result_path(out, dataset, method, first)
-    name = None if method == DEFAULT else method
-    code = (
-        "import json; from cl2gnn.apps.node import run_node; "
-        f"r = run_node({dataset!r}, {name!r}, seeds={n}, first_seed={first}, "
-        f"progress=False, baselines={baselines!r}, **{overrides!r}); "
-        f"json.dump(r[0], open({str(target)!r}, 'w'))"
-    )
-    subprocess.run([sys.executable, "-W", "ignore", "-c", code], check=True)
-    return json.loads(target.read_text())
+    """One part, in a fresh process: ``cl2gnn node --json``'s result."""
+    with tempfile.TemporaryDirectory() as folder:
+        target = str(Path(folder) / "result.json")
+        command = node_command(dataset, method, first, n, baselines, overrides, target)
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+        return json.loads(Path(target).read_text())
 
 
-def seed_list(result: dict, first: int = 0) -> list[int]:
-    """The seeds a result ran: ``run_node``'s list, or (a result written before it listed
-    them) their count, from seed ``first``."""
-    seeds = result["seeds"]
-    return seeds if isinstance(seeds, list) else list(range(first, first + seeds))
+def summary(scores: list[float]) -> dict:
+    """Mean and standard deviation (population) of the scores, as ``cl2gnn node`` gives them."""
+    return {
+        "score_mean": statistics.fmean(scores),
+        "score_std": statistics.pstdev(scores),
+        "scores": scores,
+    }
 
 
 def merge(parts: list[dict]) -> dict:
-    """One result from parts over consecutive seeds (their ``seeds`` lists): scores joined,
-    summaries recomputed."""
+    """One result from parts over consecutive seeds: scores joined, summaries recomputed."""
     merged = dict(parts[0])
     merged["seeds"] = [seed for p in parts for seed in p["seeds"]]
-    merged |= _summary([s for p in parts for s in p["scores"]], parts[0]["metric"])
+    merged |= summary([s for p in parts for s in p["scores"]])
     for key in ("epoch_ms", "final_loss"):
         merged[key] = sum(p[key] * len(p["seeds"]) for p in parts) / len(merged["seeds"])
     merged["peak_rss_mb"] = max(p["peak_rss_mb"] for p in parts)
     if "baselines" in parts[0]:
         merged["baselines"] = {
-            name: _summary(
-                [s for p in parts for s in p["baselines"][name]["scores"]], parts[0]["metric"]
-            )
+            name: summary([s for p in parts for s in p["baselines"][name]["scores"]])
             for name in parts[0]["baselines"]
         }
     return merged
@@ -163,61 +173,54 @@ def protocol_seeds(dataset: str) -> int:
 def run(
     graphs: list[str],
     methods: list[str],
-    out: Path,
+    journal: Journal,
     seeds: int | None,
     other_seeds: int | None,
-    minutes: float,
     part_seeds: int,
     overrides: dict[str, dict],
 ) -> None:
     """The first method with ``seeds`` (default: the protocol's) and the baselines, the
     others with ``other_seeds`` (default: ``seeds``); each in fresh processes of at most
-    ``part_seeds`` seeds, merged when all parts are there."""
-    start = time.perf_counter()
+    ``part_seeds`` seeds, the parts the journal lacks."""
+
+    def measure(dataset: str, method: str, first: int, size: int, baselines: bool) -> dict:
+        part = run_part(dataset, method, first, size, baselines, overrides.get(method, {}))
+        print(f"{dataset} {method}: seeds {first}-{first + size - 1} done", flush=True)
+        return part
+
+    tasks = []
     for dataset in graphs:
         for i, method in enumerate(methods):
-            if result_path(out, dataset, method).exists():
-                continue
             n = seeds if i == 0 or other_seeds is None else other_seeds
             n = n or protocol_seeds(dataset)
-            firsts = range(0, n, part_seeds)
-            for first in firsts:
-                if result_path(out, dataset, method, first).exists():
-                    continue
-                if time.perf_counter() - start > 60 * minutes:
-                    print("time budget spent; run again to continue", flush=True)
-                    return
+            for first in range(0, n, part_seeds):
                 size = min(part_seeds, n - first)
-                run_part(dataset, method, out, i == 0, first, size, overrides.get(method, {}))
-                print(f"{dataset} {method}: seeds {first}-{first + size - 1} done", flush=True)
-            parts = [json.loads(result_path(out, dataset, method, f).read_text()) for f in firsts]
-            for f, part in zip(firsts, parts, strict=True):
-                part["seeds"] = seed_list(part, f)
-            r = merge(parts)
-            result_path(out, dataset, method).write_text(json.dumps(r))
-            print(
-                f"{dataset} {method}: {r['score_mean']:.2f} ± {r['score_std']:.2f} "
-                f"({r['protocol']}, {r['metric']}, {r['seeds']} seeds)",
-                flush=True,
-            )
+                job = (dataset, method, first, size, i == 0)
+                tasks.append(((dataset, method, first), lambda job=job: measure(*job)))
+    journal.run(tasks)
+
+
+def merged_results(journal: Journal) -> dict[tuple[str, str], dict]:
+    """Each (graph, method)'s parts in the journal, merged in the order of their seeds."""
+    parts: dict[tuple[str, str], list] = {}
+    for key, part in sorted(journal.items()):
+        parts.setdefault((key[0], key[1]), []).append(part)
+    return {key: merge(group) for key, group in parts.items()}
 
 
 def cell(result: dict, seeds: int | None = None) -> str:
     """``mean ± std``, with the seed count where it is not the graph's (``seeds``)."""
     text = f"{result['score_mean']:.2f} ± {result['score_std']:.2f}"
-    count = len(seed_list(result))
-    return text if seeds is None or count == seeds else f"{text} ({count} seeds)"
+    if seeds is None or len(result["seeds"]) == seeds:
+        return text
+    return f"{text} ({len(result['seeds'])} seeds)"
 
 
 def write_tables(
-    graphs: list[str], methods: list[str], out: Path, command: str, overrides: dict
+    graphs: list[str], methods: list[str], journal: Journal, command: str, overrides: dict
 ) -> None:
-    results = {
-        (g, m): json.loads(result_path(out, g, m).read_text())
-        for g in graphs
-        for m in methods
-        if result_path(out, g, m).exists()
-    }
+    everything = merged_results(journal)
+    results = {(g, m): everything[g, m] for g in graphs for m in methods if (g, m) in everything}
     graphs = [g for g in graphs if any((g, m) in results for m in methods)]
     first = {g: next(results[g, m] for m in methods if (g, m) in results) for g in graphs}
     columns = ["method"] + [
@@ -242,14 +245,14 @@ def write_tables(
             rows.append(
                 [label]
                 + [
-                    cell(results[g, m], len(seed_list(first[g]))) if (g, m) in results else None
+                    cell(results[g, m], len(first[g]["seeds"])) if (g, m) in results else None
                     for g in graphs
                 ]
             )
     for name, numbers in ANCHORS.items():
         rows.append([f"{name} (published)"] + [numbers.get(g) for g in graphs])
     rows.append(
-        [f"target for {methods[0]}: above the baselines and the best published number"]
+        [f"target for {methods[0]} (see the notes)"]
         + [target(g, first[g]) if "baselines" in first[g] else None for g in graphs]
     )
     rows.append(
@@ -261,30 +264,22 @@ def write_tables(
             for g in graphs
         ]
     )
-    seeds = ", ".join(f"{g} {len(seed_list(first[g]))}" for g in graphs)
-    run_methods = [m for m in methods if any((g, m) in results for g in graphs)]
+    seeds = ", ".join(f"{g} {len(first[g]['seeds'])}" for g in graphs)
     configs = {}  # the graphs that share a configuration, together
     for g in graphs:
         key = json.dumps(first[g]["config"], sort_keys=True)
         configs.setdefault(key, []).append(g)
     configs = {", ".join(gs): json.loads(key) for key, gs in configs.items()}
     notes = (
-        "Score in percent, mean ± std over the seeds (Cora: each seed its own training run "
-        "and random split; the heterophilous graphs: seed i trains on and is probed with "
-        "shipped split i). Frozen embeddings + logistic regression (L2-normalised, C chosen "
-        "on the validation nodes, by 5-fold CV under the GRACE protocol). Baselines on the "
-        "same splits: the probe on the raw features (L2-normalised; and standardised) and the "
-        "encoder of the graph's configuration at its random initialisation (the first "
-        f"method's seeds). Seeds: {seeds}. Methods run: {', '.join(run_methods)}, each with "
-        "its configuration for the graph (cl2gnn.node.default_config(graph, method): the "
-        "authors' where published, GRACE's and GCA's for the GRACE family; 'default': the "
-        "graph's default method and configuration)"
-        + (f", with these fields changed: {json.dumps(overrides)}" if overrides else "")
-        + ". The target row: the "
-        "first method's mean above every baseline (both raw-feature probes and the untrained "
-        "encoder) and above the best published "
-        f"self-supervised number (Cora: at least {CORA_TARGET:g}). Configurations: "
-        f"{json.dumps(configs)}"
+        "Score in percent, mean ± std over the seeds (Cora: a training run and a random split "
+        "per seed; heterophilous graphs: seed i trains on and is probed with shipped split i). "
+        "Frozen embeddings, logistic regression (L2-normalised, C on the validation nodes; by "
+        "5-fold CV under the GRACE protocol). Baselines on the same splits: the probe on the raw "
+        "features (L2-normalised; standardised) and the first method's encoder at its random "
+        "initialisation. Every method runs with its configuration for the graph "
+        "(cl2gnn.node.default_config(graph, method)), the --override fields changed; "
+        f"seeds: {seeds}. Target row: the first method's mean above every baseline and the "
+        f"best published self-supervised number (Cora: at least {CORA_TARGET:g})."
     )
     title = "Node classification on every real graph on disk, each under its own protocol"
     save_table(
@@ -295,6 +290,7 @@ def write_tables(
         rows,
         notes=notes,
         command=command,
+        config={"overrides": overrides, "configurations": configs},
     )
     time_rows = [
         [m] + [round(results[g, m]["epoch_ms"]) if (g, m) in results else None for g in graphs]
@@ -303,8 +299,8 @@ def write_tables(
     ]
     save_table(
         "node_classification_time",
-        "Node classification",
-        "Training time of the table above: ms per epoch",
+        "Speed",
+        "Training time of the accuracy table: ms per epoch",
         ["method", *graphs],
         time_rows,
         notes="Mean wall time of a training epoch (the first left out), mean over the seeds; "
@@ -316,7 +312,7 @@ def write_tables(
 
 def grace_paper_objective(tau: float):
     """GRACE's loss as its paper writes it, dense: ``(z1, z2, h1, h2) -> loss``."""
-    from operators import grace_chunked_loss  # benchmarks/operators.py
+    from _operators import grace_chunked_loss  # benchmarks/_operators.py
 
     def grace_paper(z1, z2, h1, h2):
         return grace_chunked_loss(z1, z2, tau, chunk=z1.size(0))
@@ -371,13 +367,15 @@ def speed_table(rows: list[dict], dataset: str, epochs: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--datasets", nargs="+", help="default: every real graph on disk")
+    parser.add_argument(
+        "--datasets", nargs="+", type=cmdline.dataset_argument, help="default: every graph on disk"
+    )
     parser.add_argument(
         "--methods",
         nargs="+",
         default=[DEFAULT, *METHODS],
         choices=[DEFAULT, *METHODS],
-        help="default: the graph's default method and configuration",
+        help="default: what cl2gnn node trains without --method",
     )
     parser.add_argument(
         "--override",
@@ -386,21 +384,21 @@ def main() -> None:
         metavar="METHOD:FIELD=JSON",
         help="a NodeConfig field of one method's runs (e.g. bgrl:epochs=1000)",
     )
-    parser.add_argument("--seeds", type=int, help="default: the protocol's (10)")
+    count = cmdline.positive_int
+    parser.add_argument("--seeds", type=count, help="default: the protocol's (10)")
     parser.add_argument(
-        "--other-seeds", type=int, help="seeds of every method but the first (default: --seeds)"
+        "--other-seeds", type=count, help="seeds of every method but the first (default: --seeds)"
     )
-    parser.add_argument("--out", default="runs/node")
-    parser.add_argument("--max-minutes", type=float, default=9.0)
+    parser.add_argument("--out", type=cmdline.output_file, default="runs/node.jsonl")
     parser.add_argument(
-        "--part-seeds", type=int, default=5, help="seeds per fresh process (a run in parts)"
+        "--part-seeds", type=count, default=5, help="seeds per fresh process (a run in parts)"
     )
     parser.add_argument("--table", action="store_true", help="write the tables from --out")
     parser.add_argument("--speed", action="store_true", help="time epochs (see above)")
-    parser.add_argument("--speed-dataset", default="Cora")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=100, help="--speed: epochs per round")
-    parser.add_argument("--num-keys", type=int, help="--speed: also grace with K sampled keys")
+    parser.add_argument("--speed-dataset", type=cmdline.dataset_argument, default="Cora")
+    parser.add_argument("--rounds", type=count, default=3)
+    parser.add_argument("--epochs", type=count, default=100, help="--speed: epochs per round")
+    parser.add_argument("--num-keys", type=count, help="--speed: also grace with K sampled keys")
     args = parser.parse_args()
     overrides: dict[str, dict] = {}
     for item in args.override:
@@ -413,11 +411,12 @@ def main() -> None:
         except ValueError as error:
             parser.error(f"argument --override: {item}: {error}")
         overrides.setdefault(method, {})[field] = json.loads(value)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    journal = Journal(args.out)
     if args.speed:
         rows = run_speed(args.speed_dataset, args.rounds, args.epochs, args.num_keys)
-        (out / f"speed_{args.speed_dataset}.json").write_text(json.dumps(rows, indent=1))
+        speed = Path(args.out).with_name(f"speed_{args.speed_dataset}.json")
+        speed.parent.mkdir(parents=True, exist_ok=True)
+        speed.write_text(json.dumps(rows, indent=1))
         print(speed_table(rows, args.speed_dataset, args.epochs))
         return
     graphs = args.datasets or on_disk_graphs()
@@ -432,21 +431,11 @@ def main() -> None:
         options += "".join(f" --override {item}" for item in args.override)
         command = (
             f"python benchmarks/node_classification.py{options} --out {args.out} "
-            f"--max-minutes {args.max_minutes:g} --part-seeds {args.part_seeds} "
-            "(repeated until done, then --table)"
+            f"--part-seeds {args.part_seeds}, then the same with --table"
         )
-        write_tables(graphs, args.methods, out, command, overrides)
+        write_tables(graphs, args.methods, journal, command, overrides)
     else:
-        run(
-            graphs,
-            args.methods,
-            out,
-            args.seeds,
-            args.other_seeds,
-            args.max_minutes,
-            args.part_seeds,
-            overrides,
-        )
+        run(graphs, args.methods, journal, args.seeds, args.other_seeds, args.part_seeds, overrides)
 
 
 if __name__ == "__main__":

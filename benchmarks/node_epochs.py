@@ -76,7 +76,7 @@ def main() -> None:
         help="JSON list of {method, <NodeConfig field>: value}",
     )
     parser.add_argument(
-        "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
+        "--dataset", type=cmdline.dataset_argument, default="Cora", help="with a public split"
     )
     parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
     parser.add_argument("--every", type=cmdline.positive_int, default=25, help="epochs")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
-import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
 
 from cl2gnn.apps import cmdline
@@ -61,7 +60,7 @@ def main() -> None:
     cmdline.quiet_pyg_warning()
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
+        "--dataset", type=cmdline.dataset_argument, default="Cora", help="with a public split"
     )
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=["grace", "neighbors"])
     parser.add_argument("--hidden", type=cmdline.positive_int, default=256)

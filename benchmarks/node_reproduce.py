@@ -14,13 +14,15 @@ splits, as its authors evaluate.
 
     python benchmarks/node_reproduce.py run graphacl chameleon --out runs/reproduce
     python benchmarks/node_reproduce.py table --out runs/reproduce \\
-        --authors /path/to/authors_results.json          # -> results/node_reproduction.json
+        --authors benchmarks/configs/authors_code.json   # -> results/node_reproduction.json
 
 ``run`` writes ``<out>/<method>_<graph>_<first seed>.json`` (``--first-seed``: a long run in
 parts; ``--override FIELD=JSON``: a configuration field changed, a row of its own, e.g. a
 shorter schedule tried where the published one misses); ``table`` gathers them, with the
-authors' code's numbers measured here (``--authors``: a JSON of ``{"<method>/<graph>": {"mean":
-…, "std": …, "runs": …}}``) beside them.
+authors' code's numbers measured here beside them (``--authors``: a JSON of ``{"repositories":
+{"<method>": {"repository": …, "commit": …}}, "results": {"<method>/<graph>": {"mean": …,
+"std": …, "runs": …}}}``, the code run outside this repository named by its repository and
+commit).
 """
 
 from __future__ import annotations
@@ -149,7 +151,8 @@ def row(method: str, graph: str, anchor: float, parts: list, overrides: dict, co
 
 
 def table(out: Path, authors: Path | None) -> None:
-    code = json.loads(authors.read_text()) if authors else {}
+    authors_code = json.loads(authors.read_text()) if authors else {}
+    code, sources = authors_code.get("results", {}), authors_code.get("repositories", {})
     rows = []
     for (method, graph), anchor in ANCHORS.items():
         parts = [json.loads(p.read_text()) for p in sorted(out.glob(f"{method}_{graph}_*.json"))]
@@ -165,7 +168,7 @@ def table(out: Path, authors: Path | None) -> None:
             rows.append(row(method, graph, anchor, group, json.loads(changed), code))
     save_table(
         "node_reproduction",
-        "Node classification",
+        "Reproduction",
         "The field's methods against their published numbers (authors' configurations)",
         [
             "method",
@@ -187,7 +190,12 @@ def table(out: Path, authors: Path | None) -> None:
         "layer on the raw embeddings, test at the best validation epoch. Mean ± std over "
         "the probes. Target: within 1 point, or one standard deviation, of the published "
         "number (or above it). A method with fields in brackets: its configuration with "
-        "those fields changed (run --override), tried where the published one misses.",
+        "those fields changed (run --override), tried where the published one misses."
+        + "".join(
+            f" {method}'s code: {where['repository']} at {where['commit']}."
+            for method, where in sources.items()
+        ),
+        config={"authors' code": sources} if sources else None,
     )
 
 

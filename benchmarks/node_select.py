@@ -13,17 +13,18 @@ whose score stands for the validation score). Both the validation and the test s
 split are recorded; candidates are ranked by their **validation** scores, so that the test
 nodes take no part in the choice.
 
-    python benchmarks/node_select.py benchmarks/configs/heterophilous_candidates.json \\
-        --splits 3 --out runs/node_select.jsonl --max-minutes 9   # repeat until done
-    python benchmarks/node_select.py benchmarks/configs/heterophilous_candidates.json \\
-        --splits 3 --out runs/node_select.jsonl --table           # -> results/node_selection.json
+    python benchmarks/node_select.py benchmarks/configs/default_candidates.json \\
+        --splits 3 --out runs/default_select.jsonl
+    python benchmarks/node_select.py benchmarks/configs/default_candidates.json \\
+        --splits 3 --out runs/default_select.jsonl --table --name node_default_selection
     python benchmarks/node_select.py benchmarks/configs/published_features.json \\
         --datasets Cora --splits 10 --out runs/cora_features.jsonl \\
         [--table --name node_features_cora --title "..."]
 
-One JSON line per (candidate, graph) is appended to ``--out``; a run skips the pairs already
-there and stops starting new ones after ``--max-minutes``, so the sweep runs in chunks.
-The first rows of the table are the raw-feature probes (computed here, no training).
+Each (candidate, graph) is one entry of the journal ``--out`` (``_runner.Journal``): a run
+stopped part-way carries on where it stopped when started again. The first rows of the
+table are the raw-feature probes (computed here, no training); the candidates themselves go
+to the table's ``config`` field.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 from _results import save_table  # benchmarks/_results.py
+from _runner import Journal
 
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
@@ -105,26 +107,17 @@ def score_candidate(candidate: dict, dataset: str, splits: int) -> dict:
     return record
 
 
-def run(
-    candidates: list[dict], graphs: list[str], splits: int, out: Path, max_minutes: float
-) -> None:
-    done = set()
-    if out.exists():
-        done = {
-            (r["candidate"], r["dataset"]) for r in map(json.loads, out.read_text().splitlines())
-        }
-    start = time.perf_counter()
-    for candidate in candidates:
-        for dataset in graphs:
-            if (candidate["name"], dataset) in done:
-                continue
-            if time.perf_counter() - start > 60 * max_minutes:
-                print("time budget spent; run again to continue", flush=True)
-                return
-            record = score_candidate(candidate, dataset, splits)
-            print(json.dumps(record), flush=True)
-            with open(out, "a") as file:
-                file.write(json.dumps(record) + "\n")
+def run(candidates: list[dict], graphs: list[str], splits: int, out: Path) -> None:
+    """Every (candidate, graph) that the journal ``out`` lacks."""
+
+    def measure(candidate: dict, dataset: str) -> dict:
+        record = score_candidate(candidate, dataset, splits)
+        print(json.dumps(record), flush=True)
+        return record
+
+    Journal(out).run(
+        ((c["name"], g), lambda c=c, g=g: measure(c, g)) for c in candidates for g in graphs
+    )
 
 
 def table(
@@ -139,9 +132,7 @@ def table(
     """Validation (the choice) and test scores per graph, each candidate's mean rank over
     the graphs by validation score, and on how many graphs it beats both raw-feature probes
     on test; the notes name the trained candidate with the best mean validation rank."""
-    records = {
-        (r["candidate"], r["dataset"]): r for r in map(json.loads, out.read_text().splitlines())
-    }
+    records = {(r["candidate"], r["dataset"]): r for r in Journal(out).values()}
     chosen = [c for c in candidates if all((c["name"], g) in records for g in graphs)]
     names = [c["name"] for c in chosen]
     val = np.array([[np.mean(records[n, g]["validation"]) for g in graphs] for n in names])
@@ -181,9 +172,8 @@ def table(
             else ""
         )
         + best
-        + " Candidates (method + NodeConfig "
-        "overrides of GRACE's Cora configuration; epochs 0: the encoder at its random "
-        f"initialisation): {json.dumps(spec)}"
+        + " Candidates: method + NodeConfig changes over the method's configuration (GRACE's "
+        "Cora one for GRACE's family); epochs 0: the encoder untrained."
     )
     path = save_table(
         name,
@@ -193,6 +183,7 @@ def table(
         rows,
         notes=notes,
         command=command,
+        config={"candidates": spec},
     )
     print(f"wrote {path}")
     for row in sorted(rows, key=lambda r: r[len(graphs) + 1]):
@@ -207,7 +198,6 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", help="default: the heterophilous graphs on disk")
     parser.add_argument("--splits", type=int, default=3)
     parser.add_argument("--out", default="runs/node_select.jsonl")
-    parser.add_argument("--max-minutes", type=float, default=9.0)
     parser.add_argument("--table", action="store_true", help="write the table from --out")
     parser.add_argument("--name", default="node_selection", help="the table's results/ name")
     parser.add_argument("--title", help="the table's title (default: the default's choice)")
@@ -226,12 +216,12 @@ def main() -> None:
         datasets = f" --datasets {' '.join(args.datasets)}" if args.datasets else ""
         command = (
             f"python benchmarks/node_select.py {args.candidates}{datasets} --splits {args.splits} "
-            f"--out {args.out}  (repeated until done, then --table --name {args.name})"
+            f"--out {args.out}, then the same with --table --name {args.name}"
         )
         title = {"title": args.title} if args.title else {}
         table(candidates, graphs, args.splits, out, args.name, command, **title)
     else:
-        run(candidates, graphs, args.splits, out, args.max_minutes)
+        run(candidates, graphs, args.splits, out)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Has full-batch training got slower between two versions of the library? GRACE's Cora
 configuration trained by each checkout's ``train_node_model``, with cl2gnn's loss and with
-GRACE's paper formulation of it (dense, ``operators.grace_chunked_loss``) through the same
+GRACE's paper formulation of it (dense, ``_operators.grace_chunked_loss``) through the same
 loop, the checkouts alternating process by process; the ratio of the two losses' epochs
 within one process compares versions on a machine whose speed drifts.
 
@@ -8,11 +8,12 @@ within one process compares versions on a machine whose speed drifts.
     python benchmarks/node_speed_trees.py --trees /tmp/before . --rounds 3 --epochs 60
 
 Each tree runs this file's ``--child`` mode with ``PYTHONPATH`` set to it (its own library and
-its own ``benchmarks/operators.py``)."""
+its own ``benchmarks/_operators.py``, or ``operators.py`` in a tree older than that file)."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import subprocess
@@ -21,8 +22,10 @@ from pathlib import Path
 
 
 def child(epochs: int) -> None:
-    sys.path.insert(0, str(Path(os.environ["PYTHONPATH"]) / "benchmarks"))
-    from operators import grace_chunked_loss
+    benchmarks = Path(os.environ["PYTHONPATH"]) / "benchmarks"
+    sys.path.insert(0, str(benchmarks))
+    module = "_operators" if (benchmarks / "_operators.py").exists() else "operators"
+    grace_chunked_loss = importlib.import_module(module).grace_chunked_loss
 
     from cl2gnn.datasets import load_node_dataset
     from cl2gnn.node import default_config, train_node_model
@@ -80,7 +83,7 @@ def main() -> None:
             print(rows[-1], flush=True)
     save_table(
         "node_speed_trees",
-        "Node classification",
+        "Speed",
         "Cora full-batch epochs by version: cl2gnn's loss against GRACE's formulation",
         ["round", "commit", "cl2gnn ms/epoch", "GRACE formulation ms/epoch", "ratio"],
         rows,

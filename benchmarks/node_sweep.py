@@ -1,5 +1,5 @@
 """Configuration sweep on one dataset: each entry of a JSON list (a method plus
-:class:`~cl2gnn.node.NodeConfig` overrides) goes through :func:`~cl2gnn.node.run_node` for
+:class:`~cl2gnn.node.NodeConfig` overrides) goes through :func:`cl2gnn.apps.node.run_node` for
 ``seeds`` seeds, its embeddings scored under the public split and the GRACE protocol.
 
     python benchmarks/node_sweep.py benchmarks/configs/cora_public.json --out runs/sweep.jsonl
@@ -46,7 +46,8 @@ def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
 
 def check_public_split(name: str) -> None:
     """``ValueError`` unless dataset ``name`` loads and has Planetoid's public split."""
-    from cl2gnn.node import load_node_dataset, make_split
+    from cl2gnn.datasets import load_node_dataset
+    from cl2gnn.node import make_split
 
     make_split("public", load_node_dataset(name), 0)
 
@@ -60,7 +61,7 @@ def main() -> None:
         help="JSON list of {method, <NodeConfig field>: value}",
     )
     parser.add_argument(
-        "--dataset", type=_node_args.dataset, default="Cora", help="with a public split"
+        "--dataset", type=cmdline.dataset_argument, default="Cora", help="with a public split"
     )
     parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
     parser.add_argument("--out", type=cmdline.output_file, default="runs/node_sweep.jsonl")

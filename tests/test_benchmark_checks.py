@@ -7,18 +7,19 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import operators
+import fullgraph_step
+import knn_build
 
 from cl2gnn.graphs import knn_graph
 
 
 def test_knn_exactness_accepts_the_exact_graph_and_flags_a_wrong_neighbour():
-    x = operators.clustered_points(600, 8)
+    x = knn_build.clustered_points(600, 8)
     graph = knn_graph(x, 5, "l2", backend="torch")
-    assert operators.knn_exactness(x, graph, 5, 600) == {"exact_rows": 1.0, "max_kth_excess": 0.0}
+    assert knn_build.knn_exactness(x, graph, 5, 600) == {"exact_rows": 1.0, "max_kth_excess": 0.0}
     wrong = graph.clone()
     wrong[0, 5 * 7 + 2] = int(torch.cdist(x[7:8], x).argmax())  # row 7's farthest point
-    check = operators.knn_exactness(x, wrong, 5, 600)
+    check = knn_build.knn_exactness(x, wrong, 5, 600)
     assert check["exact_rows"] == 1 - 1 / 600
     assert check["max_kth_excess"] > 1.0
 
@@ -26,10 +27,10 @@ def test_knn_exactness_accepts_the_exact_graph_and_flags_a_wrong_neighbour():
 def test_knn_exactness_in_chunks_flags_exactly_the_wrong_row():
     """Rows are checked in chunks of 2**26 // N (here 5 chunks): one wrong row among
     16,387, whichever chunk it falls in, and no other."""
-    x = operators.clustered_points(2**14 + 3, 4)
+    x = knn_build.clustered_points(2**14 + 3, 4)
     graph = knn_graph(x, 3, "l2", backend="torch")
     graph[0, 3 * 9000 : 3 * 9001] = graph[0, :3]  # row 9,000 takes row 0's neighbours
-    check = operators.knn_exactness(x, graph, 3, x.size(0))
+    check = knn_build.knn_exactness(x, graph, 3, x.size(0))
     assert check["exact_rows"] == 1 - 1 / x.size(0)
     assert check["max_kth_excess"] > 0
 
@@ -42,13 +43,13 @@ def test_saved_operator_table_is_the_printed_one(tmp_path, monkeypatch, capsys):
     import _results
 
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path)
-    argv = ["benchmarks/operators.py", "fullgraph", "--nodes", "40", "--dim", "8"]
+    argv = ["benchmarks/fullgraph_step.py", "--nodes", "40", "--dim", "8"]
     monkeypatch.setattr(sys, "argv", [*argv, "--save", "fullgraph_tiny"])
-    operators.main()
+    fullgraph_step.main()
     printed = capsys.readouterr().out.splitlines()
     saved = json.loads((tmp_path / "fullgraph_tiny.json").read_text())
-    assert saved["topic"] == "Scale" and saved["title"] == operators.TITLES["fullgraph"]
-    assert saved["command"].startswith("python benchmarks/operators.py fullgraph --nodes 40")
+    assert saved["topic"] == "Scale" and saved["title"] == "Full-graph GRACE step on a large graph"
+    assert saved["command"].startswith("python benchmarks/fullgraph_step.py --nodes 40")
     assert printed[0] == "| " + " | ".join(saved["columns"]) + " |"
     assert printed[2] == "| " + " | ".join(saved["rows"][0]) + " |"
     assert dict(zip(saved["columns"], saved["rows"][0], strict=True))["nodes"] == "40"

@@ -34,7 +34,8 @@ HAS_CORA = bool(DATA) and (Path(DATA) / "planetoid" / "Cora" / "raw").is_dir()
 
 def test_cli_embedded_default_writes_json(tmp_path, capsys):
     out = tmp_path / "result.json"
-    code = main(["node", "--seeds", "2", "--epochs", "10", "--json", str(out), "--no-progress"])
+    args = ["node", "--method", "grace", "--seeds", "2", "--epochs", "10"]  # auto: test_node_auto
+    code = main([*args, "--json", str(out), "--no-progress"])
     assert code == 0
     result = json.loads(out.read_text())
     for key in (
@@ -227,8 +228,8 @@ def test_concat_embedding_option(digits):
 
 def test_cli_embedding_and_width_flags(tmp_path):
     out = tmp_path / "r.json"
-    args = ["node", "--seeds", "1", "--epochs", "2", "--embedding", "concat", "--hidden", "16"]
-    assert main([*args, "--json", str(out), "--no-progress"]) == 0
+    args = ["node", "--method", "grace", "--seeds", "1", "--epochs", "2", "--embedding", "concat"]
+    assert main([*args, "--hidden", "16", "--json", str(out), "--no-progress"]) == 0
     config = json.loads(out.read_text())["config"]
     assert config["embedding"] == "concat" and config["hidden"] == config["proj_hidden"] == 16
     assert config["normalize_features"] is False and config["neighbor_weight"] == 1.0

@@ -257,7 +257,8 @@ def test_untrained_encoder_is_the_seeded_initialisation(tmp_path):
 def test_cli_runs_a_user_file_with_baselines(tmp_path, capsys):
     path = write(tmp_path / "g.npz", graph_arrays())
     out = tmp_path / "r.json"
-    args = ["node", "--dataset", path, "--epochs", "2", "--hidden", "8", "--baselines"]
+    args = ["node", "--dataset", path, "--method", "grace", "--epochs", "2", "--hidden", "8"]
+    args.append("--baselines")
     assert main([*args, "--json", str(out), "--no-progress"]) == 0
     result = json.loads(out.read_text())
     assert result["protocol"] == "splits" and result["seeds"] == [0, 1]

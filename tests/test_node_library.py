@@ -268,7 +268,8 @@ def test_a_checkpoint_that_needs_code_is_refused(tmp_path):
 
 def test_cli_save_and_embed(tmp_path, capsys):
     out = tmp_path / "run"
-    args = ["node", "--seeds", "2", "--seed", "5", "--epochs", "2", "--no-progress"]
+    args = ["node", "--method", "grace", "--seeds", "2", "--seed", "5", "--epochs", "2"]
+    args.append("--no-progress")
     assert main([*args, "--save", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["result.json", "seed_5", "seed_6"]
     (result,) = json.loads((out / "result.json").read_text())
@@ -344,7 +345,8 @@ def test_a_config_file_sets_fields_and_the_options_override_it(tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("temperature: 0.9\ndrop_edge: 0.1\nepochs: 3\n")
     out = tmp_path / "r.json"
-    args = ["node", "--seeds", "1", "--config", str(config), "--epochs", "2", "--no-progress"]
+    args = ["node", "--method", "grace", "--seeds", "1", "--config", str(config), "--epochs", "2"]
+    args.append("--no-progress")
     assert main([*args, "--json", str(out)]) == 0
     used = json.loads(out.read_text())["config"]
     assert used["temperature"] == 0.9 and used["drop_edge"] == [0.1, 0.1] and used["epochs"] == 2
@@ -356,7 +358,8 @@ def test_a_config_file_sets_fields_and_the_options_override_it(tmp_path):
 
 def test_seed_is_not_read_as_seeds(tmp_path, capsys):
     out = tmp_path / "r.json"
-    args = ["node", "--seed", "3", "--epochs", "2", "--no-progress", "--json", str(out)]
+    args = ["node", "--method", "grace", "--seed", "3", "--epochs", "2", "--no-progress"]
+    args += ["--json", str(out)]
     assert main([*args, "--seeds", "1"]) == 0
     assert json.loads(out.read_text())["seeds"] == [3]
     with pytest.raises(SystemExit) as exit_:

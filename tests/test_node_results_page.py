@@ -14,6 +14,9 @@ import results_page
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
+    # a table's command defaults to the process's: a benchmark's here, not pytest's
+    script = Path(_results.__file__).with_name("loss_kernels.py")
+    monkeypatch.setattr(sys, "argv", [str(script), "gemm", "--n", "64"])
     return tmp_path / "results"
 
 
@@ -32,8 +35,11 @@ def test_page_groups_tables_by_topic_in_order(results, tmp_path):
     _results.save_table("a_node", "Node classification", "Cora", ["m", "s"], [["grace", None]])
     _results.save_table("c_ops", "Operators", "Contract", ["check", "error"], [["align", 1e-16]])
     page = results_page.render_page(results)
-    order = [page.index(h) for h in ("## Operators", "## Node classification", "## Image SSL")]
-    assert order == sorted(order) and "## Scale" not in page  # no table, no section
+    headings = [f"## {_results.TOPICS[t]}" for t in ("Node classification", "Image SSL")]
+    headings.append(f"## {_results.TOPICS['Operators']}")
+    order = [page.index(h) for h in headings]
+    assert order == sorted(order)  # the questions in TOPICS' order
+    assert f"## {_results.TOPICS['Scale']}" not in page  # no table, no section
     # within a topic, by file name; every table with its title, command, machine, date, notes
     assert page.index("### Cora") < page.index("### Heterophilous")
     assert "Command: `python benchmarks/node_select.py c.json`" in page
@@ -73,6 +79,62 @@ def test_a_bad_table_names_its_file(results, change, message):
     path.write_text(json.dumps(record))
     with pytest.raises(ValueError, match=rf"bad\.json: .*{message}"):
         results_page.render_page(results)
+
+
+def test_configurations_stay_in_the_json_beside_the_table(results):
+    config = {"Cora": {"hidden": 128, "drop_edge": [0.2, 0.4]}}
+    _results.save_table("cfg", "Scale", "Speed", ["n"], [[1]], notes="short", config=config)
+    page = results_page.render_page(results)
+    assert json.loads((results / "cfg.json").read_text())["config"] == config
+    assert "Configurations: `results/cfg.json`, field `config`." in page
+    assert "drop_edge" not in page
+
+
+def test_a_line_over_300_characters_is_refused_naming_its_file(results):
+    _results.save_table("long_notes", "Scale", "Speed", ["n"], [[1]], notes="word " * 200)
+    page = results_page.render_page(results)  # prose notes wrap
+    assert max(map(len, page.splitlines())) <= results_page.MAX_LINE
+    _results.save_table("wide", "Scale", "Speed", ["config"], [["x" * 301]])
+    with pytest.raises(ValueError, match=r"wide\.json: a line of 3\d\d characters"):
+        results_page.render_page(results)
+
+
+@pytest.mark.parametrize(
+    ("command", "named"),
+    [
+        ("python benchmarks/no_such.py --seeds 3", "benchmarks/no_such.py: no such script"),
+        ("python benchmarks/node_select.py c.json --max-minutes 9", "--max-minutes: no such"),
+        ("python benchmarks/loss_kernels.py gemm --n 1, then the same with --nope", "--nope: no"),
+        ("python benchmarks/large_steps.py profile --steps 2", "profile: no such subcommand"),
+        ("cl2gnn node --dataset Cora --hidden-size 4", "cl2gnn --hidden-size: no such option"),
+        ("python benchmarks/image_ssl.py variants --extra --subsett 9", "--subsett: no such"),
+        ("python benchmarks/node_reproduce.py table --authors /work/a.json", "outside the"),
+        ("CL2GNN_DATA=../data python benchmarks/image_ssl.py variants", "outside the"),
+    ],
+)
+def test_a_command_today_s_scripts_lack_is_refused(results, command, named):
+    _results.save_table("stale", "Scale", "Speed", ["n"], [[1]], command=command)
+    with pytest.raises(ValueError, match=rf"stale\.json: the command is not today's: .*{named}"):
+        results_page.render_page(results)
+
+
+def test_the_commands_options_found_in_today_s_scripts_pass():
+    for command in (
+        "python benchmarks/node_select.py benchmarks/configs/default_candidates.json --splits 3",
+        "torchrun --nproc_per_node=2 benchmarks/large_end_to_end.py run --preset products",
+        "python benchmarks/image_ssl.py variants --dataset digits --extra --subset 64",
+        "git worktree add /tmp/before ce9fd04 && python benchmarks/node_speed_trees.py --trees "
+        "/tmp/before .",
+        "cl2gnn node --dataset Cora --seeds 2",
+    ):
+        assert results_page.command_problems(command) == []
+
+
+def test_the_repository_s_page_is_current():
+    """Every table of benchmarks/results/: lines of at most 300 characters, a command that
+    today's scripts accept (render_page raises otherwise, naming the file)."""
+    page = results_page.render_page(_results.RESULTS_DIR)
+    assert max(map(len, page.splitlines())) <= results_page.MAX_LINE
 
 
 @pytest.mark.parametrize("name", ["../outside", "/tmp/abs", "sage layers, spectral", ""])
