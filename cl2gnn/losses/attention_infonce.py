@@ -1,25 +1,23 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import scatter
 
-from .._validation import check_features, check_temperature
-from ..distributed import check_mode
+from .._options import Distributed, Finite, Temperature, checks_options, one_of
+from .._registry import PAIR_LOSSES
+from .._validation import check_features
 from ..nn import AttentionAlignConv
 from ..nn.attention import NORMALIZATIONS
 from . import _tiling
-from ._inputs import (
-    GraphLoss,
-    check_choice,
-    resolve_views,
-    share_of_mean,
-    views_shard,
-)
+from ._inputs import GraphLoss, resolve_views, share_of_mean, views_shard
 from ._operators import shared_operator, uniform_attention
 
 
+@checks_options()
 def attention_info_nce(
     z1: Tensor,
     z2: Tensor | None = None,
@@ -29,13 +27,12 @@ def attention_info_nce(
     edge_index: Tensor | None = None,
     edge_weight: Tensor | None = None,
     sample_id: Tensor | None = None,
-    temperature: float = 0.5,
-    beta: float = 1.0,
-    normalize: str = "negatives",
-    distributed: str | None = None,
+    temperature: Temperature = 0.5,
+    beta: Finite = 1.0,
+    normalize: Annotated[str, one_of(*NORMALIZATIONS)] = "negatives",
+    distributed: Distributed = None,
 ) -> Tensor:
     """Functional form of :class:`AttentionInfoNCELoss`."""
-    _check_options(temperature, normalize, distributed)
 
     def check(rows: int) -> tuple:
         resolved = resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows)
@@ -68,12 +65,7 @@ def attention_info_nce(
     return share_of_mean(energy, x.size(0), shard)
 
 
-def _check_options(temperature: float, normalize: str, distributed: str | None) -> None:
-    check_temperature(temperature)
-    check_choice(normalize, NORMALIZATIONS, "normalize")
-    check_mode(distributed)
-
-
+@PAIR_LOSSES.register
 class AttentionInfoNCELoss(GraphLoss):
     r"""InfoNCE whose positive pairs are reweighted by detached attention (eq. 15 of *A
     Message Passing Perspective on Learning Dynamics of Contrastive Learning*, Wang et al.,
@@ -111,20 +103,6 @@ class AttentionInfoNCELoss(GraphLoss):
     """
 
     functional = staticmethod(attention_info_nce)
-
-    def __init__(
-        self,
-        temperature: float = 0.5,
-        beta: float = 1.0,
-        normalize: str = "negatives",
-        distributed: str | None = None,
-    ) -> None:
-        super().__init__()
-        _check_options(temperature, normalize, distributed)
-        self.temperature = temperature
-        self.beta = beta
-        self.normalize = normalize
-        self.distributed = distributed
 
     def forward(
         self,

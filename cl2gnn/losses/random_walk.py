@@ -1,24 +1,21 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
 
-from .._validation import check_temperature
-from ..distributed import check_mode
+from .._options import Distributed, Temperature, checks_options, one_of
+from .._registry import PAIR_LOSSES
 from ..nn._graph import edge_dot
-from ._inputs import (
-    GraphLoss,
-    check_choice,
-    resolve_views,
-    share_of_mean,
-    views_shard,
-)
+from ._inputs import GraphLoss, resolve_views, share_of_mean, views_shard
 from ._operators import uniform_attention
 
 FORMS = ("paper", "squared")
 
 
+@checks_options()
 def random_walk_loss(
     z1: Tensor,
     z2: Tensor | None = None,
@@ -26,12 +23,11 @@ def random_walk_loss(
     edge_index: Tensor | None = None,
     edge_weight: Tensor | None = None,
     sample_id: Tensor | None = None,
-    temperature: float = 0.5,
-    form: str = "paper",
-    distributed: str | None = None,
+    temperature: Temperature = 0.5,
+    form: Annotated[str, one_of(*FORMS)] = "paper",
+    distributed: Distributed = None,
 ) -> Tensor:
     """Functional form of :class:`RandomWalkLoss`."""
-    _check_options(temperature, form, distributed)
     (x, edge_index, _), shard = views_shard(
         z1,
         z2,
@@ -55,12 +51,7 @@ def random_walk_loss(
     return share_of_mean(total, n, shard)
 
 
-def _check_options(temperature: float, form: str, distributed: str | None) -> None:
-    check_temperature(temperature)
-    check_choice(form, FORMS, "form")
-    check_mode(distributed)
-
-
+@PAIR_LOSSES.register
 class RandomWalkLoss(GraphLoss):
     r"""The random-walk Laplacian loss: each anchor's one-step random walk on the affinity
     graph should land on its augmentation-graph neighbours (*Contrastive Learning is
@@ -97,12 +88,3 @@ class RandomWalkLoss(GraphLoss):
     """
 
     functional = staticmethod(random_walk_loss)
-
-    def __init__(
-        self, temperature: float = 0.5, form: str = "paper", distributed: str | None = None
-    ) -> None:
-        super().__init__()
-        _check_options(temperature, form, distributed)
-        self.temperature = temperature
-        self.form = form
-        self.distributed = distributed

@@ -6,12 +6,15 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
+from .._options import Distributed, Positive, checks_options
+from .._registry import PAIR_LOSSES
 from .._validation import check_features, check_same_shape
-from ..distributed import Shard, all_reduce_sum, check_mode
+from ..distributed import Shard, all_reduce_sum
 from ..nn._graph import edge_dot
-from ._inputs import GraphLoss, check_positive, resolve_views, views_shard
+from ._inputs import GraphLoss, resolve_views, views_shard
 
 
+@checks_options()
 def spectral_contrastive(
     z1: Tensor,
     z2: Tensor | None = None,
@@ -19,12 +22,11 @@ def spectral_contrastive(
     edge_index: Tensor | None = None,
     edge_weight: Tensor | None = None,
     sample_id: Tensor | None = None,
-    mu: float = 1.0,
+    mu: Positive = 1.0,
     normalize: bool = True,
-    distributed: str | None = None,
+    distributed: Distributed = None,
 ) -> Tensor:
     """Functional form of :class:`SpectralContrastiveLoss`."""
-    _check_options(mu, distributed)
 
     def scale(z: Tensor) -> Tensor:
         return F.normalize(z, dim=-1) * math.sqrt(mu) if normalize else z
@@ -64,11 +66,6 @@ def spectral_contrastive(
     return world * (-2 * positive + _off_diagonal_square_sum(x, x, shard) / (n * (n - 1)))
 
 
-def _check_options(mu: float, distributed: str | None) -> None:
-    check_positive(mu, "mu")
-    check_mode(distributed)
-
-
 def _off_diagonal_square_sum(a: Tensor, b: Tensor, shard: Shard | None) -> Tensor:
     """``Σ_{i != j} (a_i·b_j)²`` over this process's rows ``i`` (every rank's rows ``j``
     when ``shard`` is given) without masks: all pairs minus the diagonal. All pairs are
@@ -85,6 +82,7 @@ def _off_diagonal_square_sum(a: Tensor, b: Tensor, shard: Shard | None) -> Tenso
     return total - (a * b).sum(-1).square().sum()
 
 
+@PAIR_LOSSES.register
 class SpectralContrastiveLoss(GraphLoss):
     r"""Spectral contrastive loss (*Provable Guarantees for Self-Supervised Deep Learning
     with Spectral Contrastive Loss*, HaoChen et al., NeurIPS 2021): a low-rank
@@ -120,12 +118,3 @@ class SpectralContrastiveLoss(GraphLoss):
     """
 
     functional = staticmethod(spectral_contrastive)
-
-    def __init__(
-        self, mu: float = 1.0, normalize: bool = True, distributed: str | None = None
-    ) -> None:
-        super().__init__()
-        _check_options(mu, distributed)
-        self.mu = mu
-        self.normalize = normalize
-        self.distributed = distributed
