@@ -269,8 +269,9 @@ def steps(args) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     from cl2gnn.graphs import neighbor_loader
-    from cl2gnn.node.minibatch import MinibatchTrainer, SeedBatches, trimmed
+    from cl2gnn.node.minibatch import MinibatchTrainer, trimmed
     from cl2gnn.node.models import GraphEncoder
+    from cl2gnn.node.sampler import SeedBatches
 
     data = generate(args.preset, args.nodes)
     config = config_from(args)
@@ -353,7 +354,7 @@ def inference(args) -> dict:
     import torch
 
     from cl2gnn.graphs import TorchNeighborSampler
-    from cl2gnn.node.minibatch import full_neighbourhood, layerwise_embeddings
+    from cl2gnn.node.inference import full_neighbourhood, layerwise_embeddings
     from cl2gnn.node.models import GraphEncoder
 
     bare = rss_mb()

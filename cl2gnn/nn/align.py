@@ -80,5 +80,7 @@ class AlignConv(MessagePassing):
     def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
         x = _examples.features(n, d, generator)
         return {
-            "weighted": Example(partial(cls, 0.3), (x, *_examples.weighted_graph(n, generator)))
+            "weighted": Example(
+                partial(cls, step=0.3), (x, *_examples.weighted_graph(n, generator))
+            )
         }

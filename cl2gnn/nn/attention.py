@@ -247,8 +247,8 @@ class AttentionAlignConv(MessagePassing):
         x = _examples.features(n, d, generator)
         edge_index, weight = _examples.weighted_graph(n, generator)
         h = _examples.features(n, 3, generator)
-        positives = partial(cls, 0.3, 2.0, "positives", stop_gradient=True)
+        positives = partial(cls, step=0.3, beta=2.0, normalize="positives", stop_gradient=True)
         return {
-            "negatives": Example(partial(cls, 0.3, 2.0), (x, edge_index, weight)),
+            "negatives": Example(partial(cls, step=0.3, beta=2.0), (x, edge_index, weight)),
             "positives, stop_gradient": Example(positives, (x, edge_index), {"h": h}),
         }

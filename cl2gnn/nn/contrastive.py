@@ -1,16 +1,18 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Annotated
 
 import torch
 from torch import Tensor
 
+from .._options import Distributed, Finite, Temperature, TileSize, check_options, one_of
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index
 from ..graphs.pair import pair_graph
 from . import _examples
 from .align import AlignConv
-from .uniform import UniformAttention
+from .uniform import IMPLEMENTATIONS, UniformAttention
 
 
 def _uniform_option(name: str) -> property:
@@ -83,13 +85,13 @@ class ContrastiveConv(torch.nn.Module):
 
     def __init__(
         self,
-        step: float = 0.1,
-        temperature: float = 0.5,
+        step: Finite = 0.1,
+        temperature: Temperature = 0.5,
         positive_in_denominator: bool = True,
         stop_gradient: bool = False,
-        implementation: str = "auto",
-        tile_size: int = 1024,
-        distributed: str | None = None,
+        implementation: Annotated[str, one_of(*IMPLEMENTATIONS)] = "auto",
+        tile_size: TileSize = 1024,
+        distributed: Distributed = None,
     ) -> None:
         super().__init__()
         self.positive_in_denominator = positive_in_denominator
@@ -134,6 +136,7 @@ class ContrastiveConv(torch.nn.Module):
         """The uniformity term's checked inputs, its affinity graph complete, without the
         positives in the decoupled form, or to sampled keys; the augmentation graph is
         checked with them (across ranks, on every rank together, before any collective)."""
+        check_options(self)
 
         def graph() -> None:
             if keys is not None and not self.positive_in_denominator:
@@ -156,7 +159,11 @@ class ContrastiveConv(torch.nn.Module):
         x, pairs = _examples.features(n, d, generator), pair_graph(n // 2, 2)
         keys = _examples.keys(n, generator)
         return {
-            "views": Example(partial(cls, 0.2, 0.5), (x, pairs)),
-            "decoupled": Example(partial(cls, 0.2, 0.5, positive_in_denominator=False), (x, pairs)),
-            "sampled keys": Example(partial(cls, 0.2, 0.5), (x, pairs), {"keys": keys}),
+            "views": Example(partial(cls, step=0.2, temperature=0.5), (x, pairs)),
+            "decoupled": Example(
+                partial(cls, step=0.2, temperature=0.5, positive_in_denominator=False), (x, pairs)
+            ),
+            "sampled keys": Example(
+                partial(cls, step=0.2, temperature=0.5), (x, pairs), {"keys": keys}
+            ),
         }

@@ -219,4 +219,8 @@ class ContrastiveNorm(MessagePassing):
         """The step alone (no LayerNorm, logits of ``x`` itself), where ``forward`` is
         exactly ``x - step * grad(energy)``."""
         x = _examples.features(n, d, generator)
-        return {"step": Example(partial(cls, d, 0.3, 0.5, normalize=False, norm=None), (x,))}
+        return {
+            "step": Example(
+                partial(cls, d, step=0.3, temperature=0.5, normalize=False, norm=None), (x,)
+            )
+        }

@@ -380,8 +380,10 @@ class UniformAttention(MessagePassing):
         edge_index, _ = _examples.weighted_graph(n, generator)
         keys = _examples.keys(n, generator)
         return {
-            "complete": Example(partial(cls, 0.3, 0.5), (x,)),
-            "stop_gradient": Example(partial(cls, 0.3, 0.5, stop_gradient=True), (x,)),
-            "sparse": Example(partial(cls, 0.3, 0.5), (x, edge_index)),
-            "sampled keys": Example(partial(cls, 0.3, 0.5), (x,), {"keys": keys}),
+            "complete": Example(partial(cls, step=0.3, temperature=0.5), (x,)),
+            "stop_gradient": Example(
+                partial(cls, step=0.3, temperature=0.5, stop_gradient=True), (x,)
+            ),
+            "sparse": Example(partial(cls, step=0.3, temperature=0.5), (x, edge_index)),
+            "sampled keys": Example(partial(cls, step=0.3, temperature=0.5), (x,), {"keys": keys}),
         }
