@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
+from typing_extensions import TypedDict
 
 from .._registry import Example
 from .._validation import (
@@ -24,6 +25,17 @@ from ..distributed import Shard, checked_shard, is_distributed
 from ..graphs import cached_pair_graph, pair_graph
 
 T = TypeVar("T")
+
+
+class Graph(TypedDict, total=False):
+    """The positives of a single feature tensor ``z1 = x``, the keywords of a functional
+    loss after its options (see :func:`resolve_views`): ``edge_index`` ``[2, E]`` (+
+    ``edge_weight`` ``[E]``), e.g. kNN positives, or ``sample_id`` ``[N]`` (rows sharing an
+    id are positives)."""
+
+    edge_index: Tensor | None
+    edge_weight: Tensor | None
+    sample_id: Tensor | None
 
 
 class FunctionalLoss(torch.nn.Module):
@@ -106,6 +118,11 @@ class GraphLoss(FunctionalLoss):
             sample_id=sample_id,
             **self._options(),
         )
+
+
+def two_view_batches(z2: Tensor | None, graph: Graph) -> bool:
+    """Whether a loss was given two view batches (no graph)."""
+    return z2 is not None and graph.get("edge_index") is None and graph.get("sample_id") is None
 
 
 def resolve_views(

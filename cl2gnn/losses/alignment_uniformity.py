@@ -5,11 +5,12 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from typing_extensions import Unpack
 
 from .._options import Positive, checks_options
 from .._registry import PAIR_LOSSES, Example
 from .._validation import check_features, check_normalized, check_same_shape
-from ._inputs import GraphLoss, resolve_views
+from ._inputs import Graph, GraphLoss, resolve_views, two_view_batches
 
 
 @checks_options()
@@ -37,18 +38,16 @@ def alignment_uniformity(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
     alpha: Positive = 2.0,
     t: Positive = 2.0,
     lam: float = 1.0,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`AlignmentUniformityLoss`."""
-    if z2 is not None and edge_index is None and sample_id is None:
+    if two_view_batches(z2, graph):
         uniform = 0.5 * (uniformity(z1, t) + uniformity(z2, t))
         return alignment(z1, z2, alpha) + lam * uniform
-    x, edge_index, _ = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    x, edge_index, _ = resolve_views(z1, z2, **graph)
     src, dst = edge_index
     return alignment(x[dst], x[src], alpha) + lam * uniformity(x, t)
 

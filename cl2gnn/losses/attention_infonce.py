@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import scatter
+from typing_extensions import Unpack
 
 from .._options import Distributed, Finite, Temperature, checks_options, one_of
 from .._registry import PAIR_LOSSES
@@ -13,7 +14,7 @@ from .._validation import check_features
 from ..nn import AttentionAlignConv
 from ..nn.attention import NORMALIZATIONS
 from . import _tiling
-from ._inputs import GraphLoss, resolve_views, share_of_mean, views_shard
+from ._inputs import Graph, GraphLoss, resolve_views, share_of_mean, views_shard
 from ._operators import shared_operator, uniform_attention
 
 
@@ -24,18 +25,16 @@ def attention_info_nce(
     *,
     h1: Tensor | None = None,
     h2: Tensor | None = None,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
     temperature: Temperature = 0.5,
     beta: Finite = 1.0,
     normalize: Annotated[str, one_of(*NORMALIZATIONS)] = "negatives",
     distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`AttentionInfoNCELoss`."""
 
     def check(rows: int) -> tuple:
-        resolved = resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows)
+        resolved = resolve_views(z1, z2, **graph, min_rows=rows)
         if z2 is not None and (h1 is None) != (h2 is None):
             raise ValueError("with two view batches pass both h1 and h2, or neither")
         if z2 is None and h2 is not None:

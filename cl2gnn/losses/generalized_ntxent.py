@@ -7,11 +7,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from typing_extensions import Unpack
 
 from .._options import Temperature, check_callable, checks_options
 from .._registry import PAIR_LOSSES
 from . import _tiling
-from ._inputs import GraphLoss, resolve_views
+from ._inputs import Graph, GraphLoss, resolve_views
 from ._tiling import edges_by_target, row_tiled_sum, self_mask
 
 
@@ -20,18 +21,16 @@ def generalized_nt_xent(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
     temperature: Temperature = 0.5,
     psi: Annotated[Callable[[Tensor], Tensor] | None, check_callable] = None,
     eta: Annotated[Callable[[Tensor], Tensor] | None, check_callable] = None,
     normalize: bool = True,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`GeneralizedNTXentLoss`."""
     psi = torch.log1p if psi is None else psi
     eta = (lambda t: torch.exp(-t / temperature)) if eta is None else eta
-    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    x, edge_index, edge_weight = resolve_views(z1, z2, **graph)
     if normalize:
         x = F.normalize(x, dim=-1)
     n, tile = x.size(0), _tiling.TILE

@@ -5,13 +5,14 @@ from typing import Annotated
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from typing_extensions import Unpack
 
 from .._options import Distributed, Temperature, checks_options, integer, one_of, optional
 from .._registry import PAIR_LOSSES
 from ..nn import ContrastiveConv
 from ..nn.uniform import IMPLEMENTATIONS
 from . import _tiling
-from ._inputs import GraphLoss, resolve_views, share_of_mean, views_shard
+from ._inputs import Graph, GraphLoss, resolve_views, share_of_mean, views_shard
 from ._operators import shared_operator
 
 
@@ -26,22 +27,20 @@ def info_nce(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
     temperature: Temperature = 0.5,
     normalize: bool = True,
     positive_in_denominator: bool = True,
     implementation: Annotated[str, one_of(*IMPLEMENTATIONS)] = "auto",
     num_keys: Annotated[int | None, optional(integer(1))] = None,
     distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
     (x, edge_index, edge_weight), shard = views_shard(
         z1,
         z2,
         distributed,
-        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        lambda rows: resolve_views(z1, z2, **graph, min_rows=rows),
         "InfoNCELoss",
     )
     if normalize:

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from typing_extensions import Unpack
 
 from .._options import (
     Distributed,
@@ -23,7 +24,7 @@ from .._registry import PAIR_LOSSES
 from .._validation import check_temperature
 from ..distributed import Shard, gather_rows, ring_row_logsumexp
 from . import _tiling
-from ._inputs import GraphLoss, resolve_views, share_of_mean, views_shard
+from ._inputs import Graph, GraphLoss, resolve_views, share_of_mean, views_shard
 from ._tiling import edges_by_target, row_tiled_sum
 
 MIXTURES = (None, "simple", "concat")
@@ -49,9 +50,6 @@ def kernel_info_nce(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
     gamma: Positive = 1.0,
     temperature: Temperature = 0.5,
     mixture: Annotated[str | None, one_of(*MIXTURES)] = None,
@@ -60,13 +58,14 @@ def kernel_info_nce(
     gamma2: Positive = 2.0,
     temperature2: Annotated[float | None, optional(check_temperature)] = None,
     distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`KernelInfoNCELoss`."""
     (x, edge_index, edge_weight), shard = views_shard(
         z1,
         z2,
         distributed,
-        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        lambda rows: resolve_views(z1, z2, **graph, min_rows=rows),
         "KernelInfoNCELoss",
     )
 

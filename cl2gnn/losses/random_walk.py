@@ -5,11 +5,12 @@ from typing import Annotated
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
+from typing_extensions import Unpack
 
 from .._options import Distributed, Temperature, checks_options, one_of
 from .._registry import PAIR_LOSSES
 from ..nn._graph import edge_dot
-from ._inputs import GraphLoss, resolve_views, share_of_mean, views_shard
+from ._inputs import Graph, GraphLoss, resolve_views, share_of_mean, views_shard
 from ._operators import uniform_attention
 
 FORMS = ("paper", "squared")
@@ -20,19 +21,17 @@ def random_walk_loss(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
     temperature: Temperature = 0.5,
     form: Annotated[str, one_of(*FORMS)] = "paper",
     distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`RandomWalkLoss`."""
     (x, edge_index, _), shard = views_shard(
         z1,
         z2,
         distributed,
-        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
+        lambda rows: resolve_views(z1, z2, **graph, min_rows=rows),
         "RandomWalkLoss",
     )
     x = F.normalize(x, dim=-1)

@@ -5,13 +5,14 @@ import math
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from typing_extensions import Unpack
 
 from .._options import Distributed, Positive, checks_options
 from .._registry import PAIR_LOSSES
 from .._validation import check_features, check_same_shape
 from ..distributed import Shard, all_reduce_sum
 from ..nn._graph import edge_dot
-from ._inputs import GraphLoss, resolve_views, views_shard
+from ._inputs import Graph, GraphLoss, resolve_views, two_view_batches, views_shard
 
 
 @checks_options()
@@ -19,12 +20,10 @@ def spectral_contrastive(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
     mu: Positive = 1.0,
     normalize: bool = True,
     distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`SpectralContrastiveLoss`."""
 
@@ -32,7 +31,7 @@ def spectral_contrastive(
         return F.normalize(z, dim=-1) * math.sqrt(mu) if normalize else z
 
     # across ranks: this rank's anchors against every rank's rows, through the Gram matrices
-    two_views = z2 is not None and edge_index is None and sample_id is None
+    two_views = two_view_batches(z2, graph)
 
     def check(rows: int) -> tuple | None:
         if two_views:
@@ -40,7 +39,7 @@ def spectral_contrastive(
             check_features(z2, "z2", rows)
             check_same_shape(z1, z2)
             return None
-        return resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows)
+        return resolve_views(z1, z2, **graph, min_rows=rows)
 
     resolved, shard = views_shard(z1, z2, distributed, check, "SpectralContrastiveLoss")
     world = 1 if shard is None else shard.world_size
