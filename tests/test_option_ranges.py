@@ -115,11 +115,7 @@ NEGATIVE_WEIGHT_CALLS = {
     "AlignConv.energy": lambda x, e, w: OPERATORS["AlignConv"]().energy(x, e, w),
     "AttentionAlignConv": lambda x, e, w: OPERATORS["AttentionAlignConv"]()(x, e, w),
     "ContrastiveConv": lambda x, e, w: OPERATORS["ContrastiveConv"]()(x, e, w),
-    **{
-        name: partial(graph_loss, cls)
-        for name, cls in PAIR_LOSSES.items()
-        if "edge_index" in inspect.signature(cls.forward).parameters
-    },
+    **{name: partial(graph_loss, cls) for name, cls in PAIR_LOSSES.items()},
 }
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, Unpack
 
 from .._registry import Example
 from .._validation import (
@@ -87,8 +87,8 @@ class FunctionalLoss(torch.nn.Module):
 
 
 class GraphLoss(FunctionalLoss):
-    """Calls ``functional(z1, z2, edge_index=..., edge_weight=..., sample_id=..., **options)``
-    with the current values of the options."""
+    """Calls ``functional(z1, z2, **graph, **options)`` (``graph``: :class:`Graph`'s
+    keywords) with the current values of the options."""
 
     @classmethod
     def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
@@ -101,23 +101,8 @@ class GraphLoss(FunctionalLoss):
             "sample_id": Example(cls, (stacked,), {"sample_id": torch.arange(n).repeat(2)}),
         }
 
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor | None = None,
-        *,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
-    ) -> Tensor:
-        return self.functional(
-            z1,
-            z2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            **self._options(),
-        )
+    def forward(self, z1: Tensor, z2: Tensor | None = None, **graph: Unpack[Graph]) -> Tensor:
+        return self.functional(z1, z2, **graph, **self._options())
 
 
 def two_view_batches(z2: Tensor | None, graph: Graph) -> bool:
@@ -181,6 +166,16 @@ def views_shard(
     )
     views = 1 if z2 is None else 2
     return result, Shard(shard.rank, tuple(views * size for size in shard.sizes))
+
+
+def shard_of_views(
+    z1: Tensor, z2: Tensor | None, graph: Graph, distributed: str | None, call: str
+) -> tuple[tuple[Tensor, Tensor, Tensor | None], Shard | None]:
+    """:func:`views_shard` of the input checks of :func:`resolve_views`: the stacked views
+    ``(x, edge_index, edge_weight)`` and this rank's shard (``None`` in one process)."""
+    return views_shard(
+        z1, z2, distributed, lambda rows: resolve_views(z1, z2, **graph, min_rows=rows), call
+    )
 
 
 def share_of_mean(total: Tensor, rows: int, shard: Shard | None) -> Tensor:

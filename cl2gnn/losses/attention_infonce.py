@@ -110,17 +110,6 @@ class AttentionInfoNCELoss(GraphLoss):
         *,
         h1: Tensor | None = None,
         h2: Tensor | None = None,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
+        **graph: Unpack[Graph],
     ) -> Tensor:
-        return self.functional(
-            z1,
-            z2,
-            h1=h1,
-            h2=h2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            **self._options(),
-        )
+        return self.functional(z1, z2, h1=h1, h2=h2, **graph, **self._options())

@@ -12,7 +12,7 @@ from .._registry import PAIR_LOSSES
 from ..nn import ContrastiveConv
 from ..nn.uniform import IMPLEMENTATIONS
 from . import _tiling
-from ._inputs import Graph, GraphLoss, resolve_views, share_of_mean, views_shard
+from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
 from ._operators import shared_operator
 
 
@@ -36,13 +36,7 @@ def info_nce(
     **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
-    (x, edge_index, edge_weight), shard = views_shard(
-        z1,
-        z2,
-        distributed,
-        lambda rows: resolve_views(z1, z2, **graph, min_rows=rows),
-        "InfoNCELoss",
-    )
+    (x, edge_index, edge_weight), shard = shard_of_views(z1, z2, graph, distributed, "InfoNCELoss")
     if normalize:
         x = F.normalize(x, dim=-1)
     conv = shared_operator(

@@ -24,7 +24,7 @@ from .._registry import PAIR_LOSSES
 from .._validation import check_temperature
 from ..distributed import Shard, gather_rows, ring_row_logsumexp
 from . import _tiling
-from ._inputs import Graph, GraphLoss, resolve_views, share_of_mean, views_shard
+from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
 from ._tiling import edges_by_target, row_tiled_sum
 
 MIXTURES = (None, "simple", "concat")
@@ -61,12 +61,8 @@ def kernel_info_nce(
     **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`KernelInfoNCELoss`."""
-    (x, edge_index, edge_weight), shard = views_shard(
-        z1,
-        z2,
-        distributed,
-        lambda rows: resolve_views(z1, z2, **graph, min_rows=rows),
-        "KernelInfoNCELoss",
+    (x, edge_index, edge_weight), shard = shard_of_views(
+        z1, z2, graph, distributed, "KernelInfoNCELoss"
     )
 
     def contrast(x: Tensor, kernel) -> Tensor:

@@ -10,7 +10,7 @@ from typing_extensions import Unpack
 from .._options import Distributed, Temperature, checks_options, one_of
 from .._registry import PAIR_LOSSES
 from ..nn._graph import edge_dot
-from ._inputs import Graph, GraphLoss, resolve_views, share_of_mean, views_shard
+from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
 from ._operators import uniform_attention
 
 FORMS = ("paper", "squared")
@@ -27,13 +27,7 @@ def random_walk_loss(
     **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`RandomWalkLoss`."""
-    (x, edge_index, _), shard = views_shard(
-        z1,
-        z2,
-        distributed,
-        lambda rows: resolve_views(z1, z2, **graph, min_rows=rows),
-        "RandomWalkLoss",
-    )
+    (x, edge_index, _), shard = shard_of_views(z1, z2, graph, distributed, "RandomWalkLoss")
     x = F.normalize(x, dim=-1)
     n = x.size(0)
     edge_index, _ = remove_self_loops(coalesce(edge_index, num_nodes=n))  # 1[i∼j], j != i
