@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch_geometric import EdgeIndex
 from torch_geometric.utils import to_torch_coo_tensor
 
+from cl2gnn._registry import Registry
 from cl2gnn.graphs import pair_graph
 from cl2gnn.losses import PAIR_LOSSES
 from cl2gnn.nn import OPERATORS, MultiStageMemory
@@ -35,6 +36,18 @@ def cast(example, dtype):
 
     module = example.build().to(dtype)
     return module, tuple(map(to, example.args)), {k: to(v) for k, v in example.kwargs.items()}
+
+
+def test_a_registry_refuses_a_second_class_of_one_name():
+    registry = Registry()
+
+    @registry.register
+    class Step:
+        pass
+
+    with pytest.raises(ValueError, match="'Step' is registered already"):
+        registry.register(type("Step", (), {}))
+    assert registry.register("named")(Step) is Step and Step.name == "named"
 
 
 OPERATOR_EXAMPLES = examples(OPERATORS)

@@ -2,6 +2,7 @@
 
 * :mod:`.methods`: every method a class in one registry (:data:`~.methods.REGISTRY`);
 * :mod:`.fullbatch`, :mod:`.minibatch`: the two trainers, one interface (an epoch, embed);
+  the mini-batches' seeds from :mod:`.sampler`, layer-wise inference in :mod:`.inference`;
 * :mod:`.fit`: the one training loop (:func:`fit`, :func:`train_node_model`);
 * :mod:`.models`, :mod:`.features`, :mod:`.views`: encoders, sparse features, the views
   (PyG transforms);
