@@ -28,11 +28,12 @@ def examples(registry):
 
 
 def cast(example, dtype):
-    """The example's module and inputs in ``dtype`` (floating tensors only)."""
+    """The example's module and inputs in ``dtype`` (floating tensors only, copied: a test
+    may make them require gradients)."""
 
     def to(value):
         floating = isinstance(value, torch.Tensor) and value.is_floating_point()
-        return value.to(dtype) if floating else value
+        return value.to(dtype, copy=True) if floating else value
 
     module = example.build().to(dtype)
     return module, tuple(map(to, example.args)), {k: to(v) for k, v in example.kwargs.items()}

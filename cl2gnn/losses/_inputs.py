@@ -61,6 +61,7 @@ class FunctionalLoss(torch.nn.Module):
             if name not in inputs and parameter.default is not inspect.Parameter.empty
         ]
         cls.option_names = tuple(option.name for option in options)
+        check_options = cls.functional.check_options  # the checks of the functional's options
         if "__init__" not in cls.__dict__:
             self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
             signature = inspect.Signature([self, *options], return_annotation=None)
@@ -71,7 +72,7 @@ class FunctionalLoss(torch.nn.Module):
                 bound.apply_defaults()
                 options = dict(bound.arguments)
                 del options["self"]
-                type(self).functional.check_options(**options)
+                check_options(**options)
                 for name, value in options.items():
                     setattr(self, name, value)
 
