@@ -13,6 +13,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the exports, read by lazy_exports
     from .generators import contextual_sbm, sbm_graph
+    from .names import DATASETS, PRESETS
     from .nodes import (
         digits_knn_graph,
         feature_knn_dataset,
