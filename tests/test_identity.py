@@ -27,6 +27,7 @@ TOL = 1e-10
 REGISTERED = [
     pytest.param(example, id=f"{name}-{label}")
     for name, cls in sorted(OPERATORS.items())
+    if hasattr(cls, "examples")  # one without fails test_modules' registry test
     for label, example in cls.examples(10, 3, torch.Generator().manual_seed(0)).items()
 ]
 
