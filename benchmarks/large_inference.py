@@ -32,7 +32,7 @@ def measure(args) -> dict:
     import torch
 
     from cl2gnn.graphs import TorchNeighborSampler
-    from cl2gnn.node.minibatch import full_neighbourhood, layerwise_embeddings
+    from cl2gnn.node.inference import full_neighbourhood, layerwise_embeddings
     from cl2gnn.node.models import GraphEncoder
 
     bare = rss_mb()

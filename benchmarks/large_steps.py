@@ -36,8 +36,9 @@ def measure(args) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     from cl2gnn.graphs import neighbor_loader
-    from cl2gnn.node.minibatch import MinibatchTrainer, SeedBatches, trimmed
+    from cl2gnn.node.minibatch import MinibatchTrainer, trimmed
     from cl2gnn.node.models import GraphEncoder
+    from cl2gnn.node.sampler import SeedBatches
 
     data = generate(args.preset, args.nodes)
     config = config_from(args)

@@ -42,7 +42,7 @@ from _runner import Journal
 
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
-    DEFAULTS,
+    GRACE_PUBLISHED,
     load_node_dataset,
     make_split,
     probe_scores,
@@ -96,7 +96,9 @@ def score_candidate(candidate: dict, dataset: str, splits: int) -> dict:
         if method in RAW:
             scores = probe_scores(data.x, data.y, where, split, scaling=RAW[method], metric=metric)
         else:
-            config = METHOD_DEFAULTS.get(method, DEFAULTS["Cora"]).with_overrides(**overrides)
+            config = METHOD_DEFAULTS.get(method, GRACE_PUBLISHED["Cora"]).with_overrides(
+                **overrides
+            )
             result = train_node_model(data, method, config, seed=split, progress=False)
             epoch_ms.append(result.epoch_ms)
             scores = probe_scores(result.embeddings, data.y, where, split, metric=metric)

@@ -37,7 +37,7 @@ def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
     start = time.perf_counter()
     results = run_node(dataset, method, PROTOCOLS, seeds, progress=False, **overrides)
     summary = {
-        r["protocol"]: [round(r["accuracy_mean"], 2), round(r["accuracy_std"], 2)] for r in results
+        r["protocol"]: [round(r["score_mean"], 2), round(r["score_std"], 2)] for r in results
     }
     seconds = round(time.perf_counter() - start)
     epoch_ms = round(results[0]["epoch_ms"], 1)

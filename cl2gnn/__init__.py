@@ -20,23 +20,9 @@ from ._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the exports, read by lazy_exports
     from . import datasets, distributed, graphs, losses, nn, node, vision
     from ._validation import set_validation
 
-_EXPORTS: dict[str, str | None] = dict.fromkeys(
-    ("datasets", "distributed", "graphs", "losses", "nn", "node", "vision")
-)
-_EXPORTS["set_validation"] = "._validation"
-__all__ = [
-    "__version__",
-    "datasets",
-    "distributed",
-    "graphs",
-    "losses",
-    "nn",
-    "node",
-    "set_validation",
-    "vision",
-]
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__getattr__, __dir__, _lazy_names = lazy_exports(__name__, globals())
+__all__ = ["__version__", *_lazy_names]

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from cl2gnn.graphs import pair_graph
 from cl2gnn.losses import info_nce
 from cl2gnn.nn import (
+    OPERATORS,
     AlignConv,
     AttentionAlignConv,
     ContrastiveConv,
@@ -21,6 +22,21 @@ from .conftest import identity_error, random_graph
 
 f64 = torch.float64
 TOL = 1e-10
+
+
+REGISTERED = [
+    pytest.param(example, id=f"{name}-{label}")
+    for name, cls in sorted(OPERATORS.items())
+    if hasattr(cls, "examples")  # one without fails test_modules' registry test
+    for label, example in cls.examples(10, 3, torch.Generator().manual_seed(0)).items()
+]
+
+
+@pytest.mark.parametrize("example", REGISTERED)
+def test_every_registered_example_satisfies_the_identity(example):
+    """The contract, on every example call of every registered operator (a new operator
+    brings its examples, and is checked here and by ``cl2gnn verify``)."""
+    assert identity_error(example.build().double(), *example.args, **example.kwargs) < TOL
 
 
 @st.composite

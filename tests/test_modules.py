@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch_geometric import EdgeIndex
 from torch_geometric.utils import to_torch_coo_tensor
 
+from cl2gnn._registry import Registry
 from cl2gnn.graphs import pair_graph
 from cl2gnn.losses import PAIR_LOSSES
 from cl2gnn.nn import OPERATORS, MultiStageMemory
@@ -16,30 +17,62 @@ from cl2gnn.nn import OPERATORS, MultiStageMemory
 N, D = 12, 6
 
 
-def make_operator(name):
-    """(operator, extra forward args) for a graph of N nodes."""
-    edge_index = pair_graph(N // 2, 2)
-    if name == "MultiStageMemory":
-        op = MultiStageMemory(N, D, stages=2, mode="cat", step=0.5)
-        op.push(torch.randn(N, D), torch.arange(N))
-        op.next_stage()
-        return op, (torch.arange(N),)
-    if name == "UniformAttention":
-        return OPERATORS[name](step=0.1), ()
-    if name == "ContrastiveNorm":  # a normalisation layer: its width, the complete graph
-        return OPERATORS[name](D, step=0.1), ()
-    return OPERATORS[name](step=0.1), (edge_index,)
+def examples(registry):
+    """``(name/label, class, example)`` of every example call of every registered class."""
+    generator = torch.Generator().manual_seed(0)
+    return [
+        pytest.param(cls, example, id=f"{name}-{label}")
+        for name, cls in sorted(registry.items())
+        if hasattr(cls, "examples")  # one without: test_every_registered_class_has_example_calls
+        for label, example in cls.examples(N, D, generator).items()
+    ]
 
 
-@pytest.mark.parametrize("name", sorted(OPERATORS))
+def cast(example, dtype):
+    """The example's module and inputs in ``dtype`` (floating tensors only, copied: a test
+    may make them require gradients)."""
+
+    def to(value):
+        floating = isinstance(value, torch.Tensor) and value.is_floating_point()
+        return value.to(dtype, copy=True) if floating else value
+
+    module = example.build().to(dtype)
+    return module, tuple(map(to, example.args)), {k: to(v) for k, v in example.kwargs.items()}
+
+
+def test_a_registry_refuses_a_second_class_of_one_name():
+    registry = Registry()
+
+    @registry.register
+    class Step:
+        pass
+
+    with pytest.raises(ValueError, match="'Step' is registered already"):
+        registry.register(type("Step", (), {}))
+    assert registry.register("named")(Step) is Step and Step.name == "named"
+
+
+OPERATOR_EXAMPLES = examples(OPERATORS)
+LOSS_EXAMPLES = examples(PAIR_LOSSES)
+
+
+@pytest.mark.parametrize("registry", [OPERATORS, PAIR_LOSSES], ids=["operators", "losses"])
+def test_every_registered_class_has_example_calls(registry):
+    generator = torch.Generator().manual_seed(0)
+    for name, cls in registry.items():
+        assert callable(getattr(cls, "examples", None)), f"{name} has no example calls"
+        calls = cls.examples(N, D, generator)
+        assert calls and all(isinstance(e.build(), cls) for e in calls.values()), name
+
+
+@pytest.mark.parametrize(("cls", "example"), OPERATOR_EXAMPLES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_operator_forward_backward(name, dtype):
-    op, args = make_operator(name)
-    op = op.to(dtype)
-    x = torch.randn(N, D, dtype=dtype, requires_grad=True)
-    out = op(x, *args)
-    assert out.shape == (N, D) and out.dtype == dtype
-    energy = op.energy(x, *args)
+def test_operator_forward_backward(cls, example, dtype):
+    op, (x, *args), kwargs = cast(example, dtype)
+    x = x.requires_grad_(True)
+    out = op(x, *args, **kwargs)
+    assert out.shape == x.shape and out.dtype == dtype
+    energy = op.energy(x, *args, **kwargs)
     assert energy.dim() == 0 and torch.isfinite(energy)
     (out.square().sum() + energy).backward()
     assert x.grad is not None and torch.isfinite(x.grad).all()
@@ -47,13 +80,12 @@ def test_operator_forward_backward(name, dtype):
         assert param.grad is not None and param.grad.abs().sum() > 0, pname
 
 
-@pytest.mark.parametrize("name", [*sorted(OPERATORS), "UniformAttention-keys"])
-def test_operator_forward_under_bf16_autocast_matches_float32(name):
+@pytest.mark.parametrize(("cls", "example"), OPERATOR_EXAMPLES)
+def test_operator_forward_under_bf16_autocast_matches_float32(cls, example):
     """Mixed precision, as the image trainer runs on CUDA (here CPU autocast): the products
     in bfloat16, the update in x's dtype and within bfloat16's rounding of float32's."""
-    op, args = make_operator(name.removesuffix("-keys"))
-    kwargs = {"keys": torch.tensor([0, 3, 5, 7, 10])} if name.endswith("-keys") else {}
-    x = F.normalize(torch.randn(N, D), dim=1)
+    op, (x, *args), kwargs = cast(example, torch.float32)
+    x = F.normalize(x, dim=1)
     expected = op(x, *args, **kwargs)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = op(x, *args, **kwargs)
@@ -61,31 +93,10 @@ def test_operator_forward_under_bf16_autocast_matches_float32(name):
     assert torch.allclose(out.float(), expected, atol=3e-2, rtol=3e-2)
 
 
-@pytest.mark.parametrize("name", sorted(OPERATORS))
-def test_operator_repr(name):
-    op, _ = make_operator(name)
-    text = repr(op)
-    assert text.startswith(name + "(") and "step=0." in text
-
-
-@pytest.mark.parametrize("name", ["UniformAttention", "ContrastiveConv"])
-def test_tau_is_a_deprecated_alias_of_temperature(name):
-    cls, (_, args) = OPERATORS[name], make_operator(name)
-    x = torch.randn(N, D, dtype=torch.float64)
-    with pytest.warns(DeprecationWarning, match="use temperature"):
-        old = cls(0.1, tau=0.3)
-    new = cls(0.1, temperature=0.3)
-    assert torch.equal(old(x, *args), new(x, *args))
-    assert torch.equal(old.energy(x, *args), new.energy(x, *args))
-    with pytest.warns(DeprecationWarning, match="use temperature"):
-        assert old.tau == 0.3
-    with pytest.warns(DeprecationWarning, match="use temperature"):
-        old.tau = 0.7
-    assert old.temperature == 0.7 and "temperature=0.7" in repr(old) and "tau" not in repr(old)
-    with pytest.raises(TypeError, match="not both"):
-        cls(temperature=0.3, tau=0.3)
-    with pytest.raises(TypeError, match="not both"):
-        cls(0.1, 0.3, tau=0.3)  # the temperature by position
+@pytest.mark.parametrize(("cls", "example"), OPERATOR_EXAMPLES)
+def test_operator_repr(cls, example):
+    text = repr(example.build())
+    assert text.startswith(cls.__name__ + "(") and "step=0." in text
 
 
 @pytest.mark.parametrize(
@@ -108,25 +119,28 @@ def test_contrastive_conv_option_set_later_reaches_its_operators(option, value):
     assert not torch.allclose(op(x, edge_index), default)
 
 
+def first_example(name):
+    (example, *_) = OPERATORS[name].examples(N, D, torch.Generator().manual_seed(0)).values()
+    return cast(example, torch.float32)
+
+
 @pytest.mark.parametrize("name", ["AlignConv", "UniformAttention", "AttentionAlignConv"])
 def test_operator_compiles(name):
-    op, args = make_operator(name)
-    x = torch.randn(N, D)
+    op, args, kwargs = first_example(name)
     compiled = torch.compile(op, backend="aot_eager", fullgraph=False)
-    assert torch.allclose(compiled(x, *args), op(x, *args), atol=1e-6)
+    assert torch.allclose(compiled(*args, **kwargs), op(*args, **kwargs), atol=1e-6)
 
 
 def test_align_compiles_with_inductor():
-    op, args = make_operator("AlignConv")
-    x = torch.randn(N, D)
+    op, args, kwargs = first_example("AlignConv")
     compiled = torch.compile(op)
-    assert torch.allclose(compiled(x, *args), op(x, *args), atol=1e-5)
+    assert torch.allclose(compiled(*args, **kwargs), op(*args, **kwargs), atol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["AlignConv", "AttentionAlignConv", "ContrastiveConv"])
 def test_edge_index_and_sparse_inputs(name):
-    op, (edge_index,) = make_operator(name)
-    x = torch.randn(N, D, dtype=torch.float64)
+    op, x = first_example(name)[0].double(), torch.randn(N, D, dtype=torch.float64)
+    edge_index = pair_graph(N // 2, 2)
     expected = op(x, edge_index)
     typed = EdgeIndex(edge_index, sparse_size=(N, N))
     assert torch.allclose(op(x, typed), expected)
@@ -161,23 +175,15 @@ def test_memory_state_dict_roundtrip_and_storage_dtype():
     assert int(restored.pointer) == 1 and int(restored.stages_done) == 1
 
 
-def pair_inputs(name, dtype=torch.float64):
-    z1, z2 = torch.randn(8, D, dtype=dtype), torch.randn(8, D, dtype=dtype)
-    if name == "AlignmentUniformityLoss":
-        z1, z2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
-    return z1.requires_grad_(True), z2.requires_grad_(True)
-
-
-@pytest.mark.parametrize("name", sorted(PAIR_LOSSES))
+@pytest.mark.parametrize(("cls", "example"), LOSS_EXAMPLES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
-def test_loss_forward_backward(name, dtype):
-    loss_fn = PAIR_LOSSES[name]()
-    z1, z2 = pair_inputs(name, dtype)
-    loss = loss_fn(z1, z2)
+def test_loss_forward_backward(cls, example, dtype):
+    loss_fn, (z1, *rest), kwargs = cast(example, dtype)
+    z1 = z1.requires_grad_(True)
+    loss = loss_fn(z1, *rest, **kwargs)
     assert loss.dim() == 0 and torch.isfinite(loss)
     loss.backward()
     assert torch.isfinite(z1.grad).all() and z1.grad.abs().sum() > 0
-    assert z2.grad is not None
 
 
 # their pair forms are the authors' per-view estimators (tested in test_losses)
@@ -186,12 +192,15 @@ OWN_PAIR_FORM = {"SpectralContrastiveLoss", "AlignmentUniformityLoss"}
 
 @pytest.mark.parametrize("name", sorted(set(PAIR_LOSSES) - OWN_PAIR_FORM))
 def test_loss_graph_form_equals_pair_form(name):
-    loss_fn = PAIR_LOSSES[name]()
-    z1, z2 = pair_inputs(name)
-    pair = loss_fn(z1, z2)
-    x = torch.cat([z1, z2])
-    assert torch.allclose(loss_fn(x, edge_index=pair_graph(8, 2)), pair)
-    assert torch.allclose(loss_fn(x, sample_id=torch.arange(8).repeat(2)), pair)
+    """The example calls of a loss: two views, and the same rows stacked with their pair
+    graph as ``edge_index`` or ``sample_id``."""
+    calls = PAIR_LOSSES[name].examples(N, D, torch.Generator().manual_seed(0))
+    values = {
+        label: example.build()(*example.args, **example.kwargs) for label, example in calls.items()
+    }
+    assert set(values) == {"views", "edge_index", "sample_id"}
+    assert torch.allclose(values["edge_index"], values["views"])
+    assert torch.allclose(values["sample_id"], values["views"])
 
 
 @pytest.mark.parametrize("name", sorted(PAIR_LOSSES))

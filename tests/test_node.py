@@ -42,14 +42,16 @@ def test_cli_embedded_default_writes_json(tmp_path, capsys):
         "dataset",
         "method",
         "protocol",
-        "accuracy_mean",
-        "accuracy_std",
+        "metric",
+        "score_mean",
+        "score_std",
         "seeds",
         "epoch_ms",
     ):
         assert key in result
     assert result["dataset"] == "digits-knn" and result["seeds"] == [0, 1]
-    assert result["accuracy_mean"] > 80.0  # 10 classes: chance is ~10 %
+    assert result["metric"] == "accuracy"
+    assert result["score_mean"] > 80.0  # 10 classes: chance is ~10 %
     assert "digits-knn" in capsys.readouterr().out
 
 

@@ -9,7 +9,8 @@ from cl2gnn.datasets import contextual_sbm
 from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig
 from cl2gnn.node.features import prepare_features
-from cl2gnn.node.minibatch import MinibatchTrainer, full_neighbourhood, layerwise_embeddings
+from cl2gnn.node.inference import full_neighbourhood, layerwise_embeddings
+from cl2gnn.node.minibatch import MinibatchTrainer
 from cl2gnn.node.models import GraphEncoder
 
 

@@ -18,14 +18,11 @@ from cl2gnn.datasets import contextual_sbm
 from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig, train_node_model
 from cl2gnn.node.evaluate import probe_scores
+from cl2gnn.node.inference import full_neighbourhood, layerwise_embeddings
 from cl2gnn.node.methods import REGISTRY
-from cl2gnn.node.minibatch import (
-    MinibatchTrainer,
-    SeedBatches,
-    full_neighbourhood,
-    layerwise_embeddings,
-)
+from cl2gnn.node.minibatch import MinibatchTrainer
 from cl2gnn.node.models import GraphEncoder
+from cl2gnn.node.sampler import SeedBatches
 
 
 def small_graph(num_nodes=400, num_classes=4, seed=0):

@@ -1,6 +1,7 @@
 """Options that would make nonsense refused where they are given: every
-registered loss's temperatures and every operator's step and temperature must be finite
-(and a temperature large enough for float32 logits), at construction and when set later;
+registered loss's temperatures and every operator's checked options (step, temperature,
+...) must be valid (a temperature large enough for float32 logits), at construction and,
+set later, at the next call;
 edge weights a degree normalisation divides by must not be negative; a loss that averages
 over pairs refuses a single row instead of returning NaN."""
 
@@ -12,11 +13,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from cl2gnn._options import option_checks
 from cl2gnn.losses import PAIR_LOSSES
 from cl2gnn.nn import OPERATORS
 
 NONSENSE_TEMPERATURES = [math.inf, math.nan, 0.0, -1.0, 1e-30]
-NONSENSE_STEPS = [math.inf, -math.inf, math.nan]
 
 
 def options(cls) -> list[str]:
@@ -56,35 +57,48 @@ def test_a_loss_refuses_a_nonsense_scale_at_construction_and_at_the_next_call(na
         loss(*views())
 
 
-# the operators' positional arguments (sizes) in these tests
-ARGS = {"MultiStageMemory": (4, 3), "ContrastiveNorm": (4,)}
+def first_example(cls):
+    (example, *_) = cls.examples(6, 3, torch.Generator().manual_seed(0)).values()
+    return example
 
 
-@pytest.mark.parametrize("name", sorted(OPERATORS))
-@pytest.mark.parametrize("bad", NONSENSE_STEPS)
-def test_an_operator_refuses_a_step_that_is_not_finite(name, bad):
-    cls = OPERATORS[name]
-    args = ARGS.get(name, ())
-    with pytest.raises(ValueError, match="step"):
-        cls(*args, step=bad)
-    operator = cls(*args)
-    with pytest.raises(ValueError, match="step"):
-        operator.step = bad
+# a nonsense value of each checked operator option (a new option needs one here)
+BAD_OPERATOR_OPTIONS = {
+    "step": [math.inf, -math.inf, math.nan],
+    "temperature": NONSENSE_TEMPERATURES,
+    "beta": [math.nan],
+    "normalize": ["rows"],
+    "implementation": ["sparse"],
+    "tile_size": [0, 2.5],
+    "distributed": ["all"],
+}
+CHECKED_OPERATOR_OPTIONS = [
+    (name, option, bad)
+    for name, cls in sorted(OPERATORS.items())
+    for option in option_checks(cls.__init__)
+    for bad in BAD_OPERATOR_OPTIONS[option]
+]
 
 
-TEMPERATURE_OPERATORS = sorted(n for n, cls in OPERATORS.items() if "temperature" in options(cls))
+def test_every_operator_checks_its_step_and_temperature():
+    checked = {(name, option) for name, option, _ in CHECKED_OPERATOR_OPTIONS}
+    assert {(name, "step") for name in OPERATORS} <= checked
+    assert {("UniformAttention", "temperature"), ("ContrastiveConv", "temperature")} <= checked
 
 
-@pytest.mark.parametrize("name", TEMPERATURE_OPERATORS)
-@pytest.mark.parametrize("bad", NONSENSE_TEMPERATURES)
-def test_an_operator_refuses_a_nonsense_temperature(name, bad):
-    assert {"UniformAttention", "ContrastiveConv"} <= set(TEMPERATURE_OPERATORS)
-    args = ARGS.get(name, ())
-    with pytest.raises(ValueError, match="temperature"):
-        OPERATORS[name](*args, temperature=bad)
-    operator = OPERATORS[name](*args)
-    with pytest.raises(ValueError, match="temperature"):
-        operator.temperature = bad
+@pytest.mark.parametrize(("name", "option", "bad"), CHECKED_OPERATOR_OPTIONS)
+def test_an_operator_option_is_checked_at_construction_and_set_later_at_the_next_call(
+    name, option, bad
+):
+    example = first_example(OPERATORS[name])
+    with pytest.raises(ValueError, match=option):
+        example.build(**{option: bad})
+    operator = example.build()
+    setattr(operator, option, bad)  # a plain attribute: refused where it is used
+    with pytest.raises(ValueError, match=option):
+        operator(*example.args, **example.kwargs)
+    with pytest.raises(ValueError, match=option):
+        operator.energy(*example.args, **example.kwargs)
 
 
 def test_a_valid_negative_step_is_kept():
@@ -101,11 +115,7 @@ NEGATIVE_WEIGHT_CALLS = {
     "AlignConv.energy": lambda x, e, w: OPERATORS["AlignConv"]().energy(x, e, w),
     "AttentionAlignConv": lambda x, e, w: OPERATORS["AttentionAlignConv"]()(x, e, w),
     "ContrastiveConv": lambda x, e, w: OPERATORS["ContrastiveConv"]()(x, e, w),
-    **{
-        name: partial(graph_loss, cls)
-        for name, cls in PAIR_LOSSES.items()
-        if "edge_index" in inspect.signature(cls.forward).parameters
-    },
+    **{name: partial(graph_loss, cls) for name, cls in PAIR_LOSSES.items()},
 }
 
 

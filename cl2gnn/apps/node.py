@@ -40,15 +40,12 @@ def peak_rss_mb() -> float:
 
 
 def _summary(scores: list[float], metric: str) -> dict:
-    summary = {
+    return {
         "metric": metric,
         "score_mean": float(np.mean(scores)),
         "score_std": float(np.std(scores)),
         "scores": scores,
     }
-    if metric == "accuracy":
-        summary |= {"accuracy_mean": summary["score_mean"], "accuracy_std": summary["score_std"]}
-    return summary
 
 
 def configure(base, config: dict | None = None, hidden: int | None = None, **fields):

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the exports, read by lazy_exports
     from .generators import contextual_sbm, sbm_graph
+    from .names import DATASETS, PRESETS
     from .nodes import (
         digits_knn_graph,
         feature_knn_dataset,
@@ -21,28 +22,4 @@ if TYPE_CHECKING:
     )
     from .npz import read_npz_graph, write_npz
 
-_EXPORTS = {
-    "contextual_sbm": ".generators",
-    "digits_knn_graph": ".nodes",
-    "feature_knn_dataset": ".nodes",
-    "heterophilous_graph": ".nodes",
-    "load_node_dataset": ".nodes",
-    "read_npz_graph": ".npz",
-    "write_npz": ".npz",
-    "sbm_graph": ".generators",
-    "DATASETS": ".names",
-    "PRESETS": ".names",
-}
-__all__ = [
-    "DATASETS",
-    "PRESETS",
-    "contextual_sbm",
-    "digits_knn_graph",
-    "feature_knn_dataset",
-    "heterophilous_graph",
-    "load_node_dataset",
-    "read_npz_graph",
-    "sbm_graph",
-    "write_npz",
-]
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, globals())

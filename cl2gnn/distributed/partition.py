@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from .collectives import gather_rows
-from .ring import Kernel, ring_row_logsumexp
+from .ring import LogKernel, ring_row_logsumexp
 from .shard import Shard
 
 
@@ -17,14 +17,14 @@ def _scaled_inner(scale: float, queries: Tensor, keys: Tensor) -> Tensor:
     return (queries * scale) @ keys.T  # scaled on the n × d side, not the n × N one
 
 
-def inner_product(scale: float) -> Kernel:
+def inner_product(scale: float) -> LogKernel:
     """The kernel ``scale · q·k`` (``scale = 1/τ``)."""
     return partial(_scaled_inner, float(scale))
 
 
 def row_logsumexp(
     x: Tensor,
-    kernel: Kernel,
+    kernel: LogKernel,
     mode: str,
     shard: Shard,
     *,

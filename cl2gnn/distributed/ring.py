@@ -31,7 +31,8 @@ from torch import Tensor
 from .._tiles import acc_dtype, online_update, tile_ranges
 from .shard import Shard
 
-Kernel = Callable[[Tensor, Tensor], Tensor]  # (queries [a, d], keys [b, d]) -> logits [a, b]
+# a log-kernel: (queries [a, d], keys [b, d]) -> logits log K [a, b]
+LogKernel = Callable[[Tensor, Tensor], Tensor]
 # visit(owner, block, accumulator): fold the block of rank ``owner`` (padded) into this
 # rank's sums and, if there is one, add to the block's travelling accumulator
 Visit = Callable[[int, Tensor, "Tensor | None"], None]
@@ -161,7 +162,7 @@ class _RingRowLogSumExp(torch.autograd.Function):
 
 def ring_row_logsumexp(
     x: Tensor,
-    kernel: Kernel,
+    kernel: LogKernel,
     shard: Shard,
     *,
     self_loops: bool = False,

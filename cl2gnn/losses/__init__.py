@@ -3,9 +3,12 @@
 Every loss takes two view batches ``(z1, z2)`` or stacked features with an augmentation
 graph (``edge_index`` / ``sample_id``), so multi-view and kNN positives work alike. A loss
 module's options are plain attributes: one set after construction applies from the next
-call on (a bad value fails that call with the error construction gives).
+call on (a bad value fails that call with the error construction gives). A loss of two
+view batches (or of features with an augmentation graph) registers itself in
+:data:`PAIR_LOSSES` (``@PAIR_LOSSES.register``), which the tests run on its example calls.
 """
 
+from .._registry import PAIR_LOSSES
 from .alignment_uniformity import AlignmentUniformityLoss, alignment, uniformity
 from .attention_infonce import AttentionInfoNCELoss, attention_info_nce
 from .bootstrap import BootstrapLoss, bootstrap_loss
@@ -22,17 +25,6 @@ from .multistage import (
 )
 from .random_walk import RandomWalkLoss, random_walk_loss
 from .spectral import SpectralContrastiveLoss, spectral_contrastive
-
-# losses computed from two view batches alone (timm-style parametrised tests use this)
-PAIR_LOSSES = {
-    "InfoNCELoss": InfoNCELoss,
-    "AttentionInfoNCELoss": AttentionInfoNCELoss,
-    "KernelInfoNCELoss": KernelInfoNCELoss,
-    "RandomWalkLoss": RandomWalkLoss,
-    "AlignmentUniformityLoss": AlignmentUniformityLoss,
-    "SpectralContrastiveLoss": SpectralContrastiveLoss,
-    "GeneralizedNTXentLoss": GeneralizedNTXentLoss,
-}
 
 __all__ = [
     "PAIR_LOSSES",

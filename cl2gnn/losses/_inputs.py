@@ -1,9 +1,8 @@
 """What a loss is given: two view batches or features with a graph, its options, and under
 a process group its rank's rows of the global batch.
 
-:class:`GraphLoss` is the module face of a functional loss over both input forms; its
-options are the arguments of the subclass's ``__init__``, kept as plain attributes and
-passed to the functional form, which checks them, at every call.
+:class:`FunctionalLoss` is the module face of a functional loss, its options read off the
+functional's signature; :class:`GraphLoss` takes both input forms.
 """
 
 from __future__ import annotations
@@ -14,11 +13,12 @@ from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
+from typing_extensions import TypedDict, Unpack
 
+from .._registry import Example
 from .._validation import (
     as_edge_index,
     check_features,
-    check_finite,
     check_same_shape,
 )
 from ..distributed import Shard, checked_shard, is_distributed
@@ -27,54 +27,88 @@ from ..graphs import cached_pair_graph, pair_graph
 T = TypeVar("T")
 
 
-def check_positive(value, name: str) -> None:
-    """A finite number > 0 (``inf`` makes most terms a constant)."""
-    check_finite(value, name)
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
+class Graph(TypedDict, total=False):
+    """The positives of a single feature tensor ``z1 = x``, the keywords of a functional
+    loss after its options (see :func:`resolve_views`): ``edge_index`` ``[2, E]`` (+
+    ``edge_weight`` ``[E]``), e.g. kNN positives, or ``sample_id`` ``[N]`` (rows sharing an
+    id are positives)."""
+
+    edge_index: Tensor | None
+    edge_weight: Tensor | None
+    sample_id: Tensor | None
 
 
-def check_choice(value, choices: tuple, name: str) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-
-class GraphLoss(torch.nn.Module):
-    """Calls ``functional(z1, z2, edge_index=..., edge_weight=..., sample_id=..., **options)``
-    with the current values of the options (the ``__init__`` arguments, kept as attributes
-    of the same names), so that an option set after construction applies, or fails the
-    functional form's check, at the next call."""
+class FunctionalLoss(torch.nn.Module):
+    """The module face of a functional loss (``functional``, decorated with
+    :func:`~cl2gnn._options.checks_options`): its options are the functional's parameters
+    that ``forward`` does not take, in the functional's order and with its defaults. A
+    subclass that defines no ``__init__`` gets one taking exactly those options, which
+    checks them and keeps them as plain attributes; they are passed to the functional,
+    which checks them again, at every call, so that an option set after construction
+    applies, or fails, at the next call."""
 
     functional: Callable[..., Tensor]
     option_names: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        cls.option_names = tuple(inspect.signature(cls.__init__).parameters)[1:]
+        if "functional" not in cls.__dict__:
+            return
+        inputs = inspect.signature(cls.forward).parameters
+        options = [
+            parameter.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            for name, parameter in inspect.signature(cls.functional).parameters.items()
+            if name not in inputs and parameter.default is not inspect.Parameter.empty
+        ]
+        cls.option_names = tuple(option.name for option in options)
+        check_options = cls.functional.check_options  # the checks of the functional's options
+        if "__init__" not in cls.__dict__:
+            self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+            signature = inspect.Signature([self, *options], return_annotation=None)
+
+            def __init__(self, *args, **kwargs) -> None:
+                torch.nn.Module.__init__(self)
+                bound = signature.bind(self, *args, **kwargs)
+                bound.apply_defaults()
+                options = dict(bound.arguments)
+                del options["self"]
+                check_options(**options)
+                for name, value in options.items():
+                    setattr(self, name, value)
+
+            __init__.__signature__ = signature
+            __init__.__doc__ = f"Options: {', '.join(cls.option_names)}."
+            cls.__init__ = __init__
 
     def _options(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.option_names}
 
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor | None = None,
-        *,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
-    ) -> Tensor:
-        return self.functional(
-            z1,
-            z2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            **self._options(),
-        )
-
     def extra_repr(self) -> str:
         return ", ".join(f"{name}={value!r}" for name, value in self._options().items())
+
+
+class GraphLoss(FunctionalLoss):
+    """Calls ``functional(z1, z2, **graph, **options)`` (``graph``: :class:`Graph`'s
+    keywords) with the current values of the options."""
+
+    @classmethod
+    def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
+        """Two view batches of ``n`` rows, and the same rows stacked with their pair graph."""
+        z1, z2 = (torch.randn(n, d, generator=generator, dtype=torch.float64) for _ in "12")
+        stacked = torch.cat([z1, z2])
+        return {
+            "views": Example(cls, (z1, z2)),
+            "edge_index": Example(cls, (stacked,), {"edge_index": pair_graph(n, 2)}),
+            "sample_id": Example(cls, (stacked,), {"sample_id": torch.arange(n).repeat(2)}),
+        }
+
+    def forward(self, z1: Tensor, z2: Tensor | None = None, **graph: Unpack[Graph]) -> Tensor:
+        return self.functional(z1, z2, **graph, **self._options())
+
+
+def two_view_batches(z2: Tensor | None, graph: Graph) -> bool:
+    """Whether a loss was given two view batches (no graph)."""
+    return z2 is not None and graph.get("edge_index") is None and graph.get("sample_id") is None
 
 
 def resolve_views(
@@ -133,6 +167,16 @@ def views_shard(
     )
     views = 1 if z2 is None else 2
     return result, Shard(shard.rank, tuple(views * size for size in shard.sizes))
+
+
+def shard_of_views(
+    z1: Tensor, z2: Tensor | None, graph: Graph, distributed: str | None, call: str
+) -> tuple[tuple[Tensor, Tensor, Tensor | None], Shard | None]:
+    """:func:`views_shard` of the input checks of :func:`resolve_views`: the stacked views
+    ``(x, edge_index, edge_weight)`` and this rank's shard (``None`` in one process)."""
+    return views_shard(
+        z1, z2, distributed, lambda rows: resolve_views(z1, z2, **graph, min_rows=rows), call
+    )
 
 
 def share_of_mean(total: Tensor, rows: int, shard: Shard | None) -> Tensor:

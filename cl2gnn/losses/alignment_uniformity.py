@@ -3,15 +3,19 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
+from typing_extensions import Unpack
 
+from .._options import Positive, checks_options
+from .._registry import PAIR_LOSSES, Example
 from .._validation import check_features, check_normalized, check_same_shape
-from ._inputs import check_positive, resolve_views
+from ._inputs import Graph, GraphLoss, resolve_views, two_view_batches
 
 
-def alignment(x: Tensor, y: Tensor, alpha: float = 2.0) -> Tensor:
+@checks_options()
+def alignment(x: Tensor, y: Tensor, alpha: Positive = 2.0) -> Tensor:
     r"""``mean_i ‖x_i - y_i‖₂^α`` over positive pairs of unit vectors."""
-    check_positive(alpha, "alpha")
     check_features(x, "x")
     check_same_shape(x, y, ("x", "y"))
     check_normalized(x, "x")
@@ -19,9 +23,9 @@ def alignment(x: Tensor, y: Tensor, alpha: float = 2.0) -> Tensor:
     return (x - y).norm(dim=1).pow(alpha).mean()
 
 
-def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
+@checks_options()
+def uniformity(x: Tensor, t: Positive = 2.0) -> Tensor:
     r"""``log mean_{i<j} exp(-t ‖x_i - x_j‖²)`` of unit vectors (a log-mean-exp, stable)."""
-    check_positive(t, "t")
     check_features(x, "x", min_rows=2)
     check_normalized(x, "x")
     i, j = torch.triu_indices(x.size(0), x.size(0), offset=1, device=x.device)
@@ -29,7 +33,27 @@ def uniformity(x: Tensor, t: float = 2.0) -> Tensor:
     return torch.logsumexp(-t * sq, dim=0) - math.log(sq.numel())
 
 
-class AlignmentUniformityLoss(torch.nn.Module):
+@checks_options()
+def alignment_uniformity(
+    z1: Tensor,
+    z2: Tensor | None = None,
+    *,
+    alpha: Positive = 2.0,
+    t: Positive = 2.0,
+    lam: float = 1.0,
+    **graph: Unpack[Graph],
+) -> Tensor:
+    """Functional form of :class:`AlignmentUniformityLoss`."""
+    if two_view_batches(z2, graph):
+        uniform = 0.5 * (uniformity(z1, t) + uniformity(z2, t))
+        return alignment(z1, z2, alpha) + lam * uniform
+    x, edge_index, _ = resolve_views(z1, z2, **graph)
+    src, dst = edge_index
+    return alignment(x[dst], x[src], alpha) + lam * uniformity(x, t)
+
+
+@PAIR_LOSSES.register
+class AlignmentUniformityLoss(GraphLoss):
     r"""Alignment and uniformity on the hypersphere (*Understanding Contrastive
     Representation Learning through Alignment and Uniformity on the Hypersphere*, Wang &
     Isola, ICML 2020):
@@ -61,35 +85,18 @@ class AlignmentUniformityLoss(torch.nn.Module):
         >>> loss_fn.alignment(z1, z2), loss_fn.uniformity(z1)
     """
 
-    def __init__(self, alpha: float = 2.0, t: float = 2.0, lam: float = 1.0) -> None:
-        super().__init__()
-        check_positive(alpha, "alpha")
-        check_positive(t, "t")
-        self.alpha = alpha
-        self.t = t
-        self.lam = lam
+    functional = staticmethod(alignment_uniformity)
+
+    @classmethod
+    def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
+        """Those of :class:`GraphLoss` on unit rows."""
+        return {
+            label: example._replace(args=tuple(F.normalize(x, dim=1) for x in example.args))
+            for label, example in super().examples(n, d, generator).items()
+        }
 
     def alignment(self, x: Tensor, y: Tensor) -> Tensor:
         return alignment(x, y, self.alpha)
 
     def uniformity(self, x: Tensor) -> Tensor:
         return uniformity(x, self.t)
-
-    def forward(
-        self,
-        z1: Tensor,
-        z2: Tensor | None = None,
-        *,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
-    ) -> Tensor:
-        if z2 is not None and edge_index is None and sample_id is None:
-            uniform = 0.5 * (self.uniformity(z1) + self.uniformity(z2))
-            return self.alignment(z1, z2) + self.lam * uniform
-        x, edge_index, _ = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
-        src, dst = edge_index
-        return self.alignment(x[dst], x[src]) + self.lam * self.uniformity(x)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}, t={self.t}, lam={self.lam}"

@@ -1,44 +1,40 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import scatter
+from typing_extensions import Unpack
 
-from .._validation import check_features, check_temperature
-from ..distributed import check_mode
+from .._options import Distributed, Finite, Temperature, checks_options, one_of
+from .._registry import PAIR_LOSSES
+from .._validation import check_features
 from ..nn import AttentionAlignConv
 from ..nn.attention import NORMALIZATIONS
 from . import _tiling
-from ._inputs import (
-    GraphLoss,
-    check_choice,
-    resolve_views,
-    share_of_mean,
-    views_shard,
-)
+from ._inputs import Graph, GraphLoss, resolve_views, share_of_mean, views_shard
 from ._operators import shared_operator, uniform_attention
 
 
+@checks_options()
 def attention_info_nce(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
     h1: Tensor | None = None,
     h2: Tensor | None = None,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
-    temperature: float = 0.5,
-    beta: float = 1.0,
-    normalize: str = "negatives",
-    distributed: str | None = None,
+    temperature: Temperature = 0.5,
+    beta: Finite = 1.0,
+    normalize: Annotated[str, one_of(*NORMALIZATIONS)] = "negatives",
+    distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`AttentionInfoNCELoss`."""
-    _check_options(temperature, normalize, distributed)
 
     def check(rows: int) -> tuple:
-        resolved = resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows)
+        resolved = resolve_views(z1, z2, **graph, min_rows=rows)
         if z2 is not None and (h1 is None) != (h2 is None):
             raise ValueError("with two view batches pass both h1 and h2, or neither")
         if z2 is None and h2 is not None:
@@ -68,12 +64,7 @@ def attention_info_nce(
     return share_of_mean(energy, x.size(0), shard)
 
 
-def _check_options(temperature: float, normalize: str, distributed: str | None) -> None:
-    check_temperature(temperature)
-    check_choice(normalize, NORMALIZATIONS, "normalize")
-    check_mode(distributed)
-
-
+@PAIR_LOSSES.register
 class AttentionInfoNCELoss(GraphLoss):
     r"""InfoNCE whose positive pairs are reweighted by detached attention (eq. 15 of *A
     Message Passing Perspective on Learning Dynamics of Contrastive Learning*, Wang et al.,
@@ -112,20 +103,6 @@ class AttentionInfoNCELoss(GraphLoss):
 
     functional = staticmethod(attention_info_nce)
 
-    def __init__(
-        self,
-        temperature: float = 0.5,
-        beta: float = 1.0,
-        normalize: str = "negatives",
-        distributed: str | None = None,
-    ) -> None:
-        super().__init__()
-        _check_options(temperature, normalize, distributed)
-        self.temperature = temperature
-        self.beta = beta
-        self.normalize = normalize
-        self.distributed = distributed
-
     def forward(
         self,
         z1: Tensor,
@@ -133,17 +110,6 @@ class AttentionInfoNCELoss(GraphLoss):
         *,
         h1: Tensor | None = None,
         h2: Tensor | None = None,
-        edge_index: Tensor | None = None,
-        edge_weight: Tensor | None = None,
-        sample_id: Tensor | None = None,
+        **graph: Unpack[Graph],
     ) -> Tensor:
-        return self.functional(
-            z1,
-            z2,
-            h1=h1,
-            h2=h2,
-            edge_index=edge_index,
-            edge_weight=edge_weight,
-            sample_id=sample_id,
-            **self._options(),
-        )
+        return self.functional(z1, z2, h1=h1, h2=h2, **graph, **self._options())

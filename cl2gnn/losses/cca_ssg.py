@@ -4,14 +4,17 @@ decorrelation of their dimensions."""
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 import torch
 from torch import Tensor
 
+from .._options import Distributed, checks_options
 from .._validation import check_features, check_same_shape
-from ..distributed import all_reduce_sum, check_mode, is_distributed, shard_of
+from ..distributed import all_reduce_sum, is_distributed, shard_of
 from ..graphs import pair_graph
 from ..nn import AlignConv
+from ._inputs import FunctionalLoss
 
 
 def standardize(h: Tensor) -> Tensor:
@@ -30,8 +33,19 @@ def standardize_across_ranks(h: Tensor, n: int) -> Tensor:
     return centred / variance.clamp(min=torch.finfo(h.dtype).eps ** 2).sqrt()
 
 
+def check_non_negative(value, name: str) -> None:
+    if isinstance(value, bool) or not (
+        isinstance(value, int | float) and math.isfinite(value) and value >= 0
+    ):
+        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+@checks_options()
 def cca_ssg_loss(
-    h1: Tensor, h2: Tensor, decorrelation: float = 1e-3, distributed: str | None = None
+    h1: Tensor,
+    h2: Tensor,
+    decorrelation: Annotated[float, check_non_negative] = 1e-3,
+    distributed: Distributed = None,
 ) -> Tensor:
     r"""CCA-SSG's loss on the two views' embeddings, as the authors' code computes it: with
     :math:`Z_v` the column-standardised :math:`H_v` and :math:`C = Z_1^\top Z_2 / N`,
@@ -62,7 +76,6 @@ def cca_ssg_loss(
 
     Shapes: ``h1, h2`` :math:`(N, d)`, :math:`N \ge 2` (over all ranks); output: scalar.
     """
-    _check_options(decorrelation, distributed)
     check_features(h1, "h1")
     check_features(h2, "h2")
     check_same_shape(h1, h2, ("h1", "h2"))
@@ -86,17 +99,7 @@ def cca_ssg_loss(
     return 0.5 * invariance - constant + decorrelation * decor
 
 
-def _check_options(decorrelation: float, distributed: str | None) -> None:
-    if isinstance(decorrelation, bool) or not (
-        isinstance(decorrelation, int | float)
-        and math.isfinite(decorrelation)
-        and decorrelation >= 0
-    ):
-        raise ValueError(f"decorrelation must be a finite number >= 0, got {decorrelation!r}")
-    check_mode(distributed)
-
-
-class CCASSGLoss(torch.nn.Module):
+class CCASSGLoss(FunctionalLoss):
     r"""CCA-SSG's loss (Zhang et al., *From Canonical Correlation Analysis to Self-supervised
     Graph Neural Networks*, NeurIPS 2021), as the authors' code computes it: with
     :math:`Z_v` the column-standardised embeddings of view :math:`v` over :math:`N` rows,
@@ -129,15 +132,5 @@ class CCASSGLoss(torch.nn.Module):
 
     functional = staticmethod(cca_ssg_loss)
 
-    def __init__(self, decorrelation: float = 1e-3, distributed: str | None = None) -> None:
-        super().__init__()
-        _check_options(decorrelation, distributed)
-        self.decorrelation, self.distributed = decorrelation, distributed
-
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
-        return self.functional(
-            h1, h2, decorrelation=self.decorrelation, distributed=self.distributed
-        )
-
-    def extra_repr(self) -> str:
-        return f"decorrelation={self.decorrelation}, distributed={self.distributed!r}"
+        return self.functional(h1, h2, **self._options())

@@ -1,35 +1,36 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from typing_extensions import Unpack
 
-from .._validation import check_temperature
+from .._options import Temperature, check_callable, checks_options
+from .._registry import PAIR_LOSSES
 from . import _tiling
-from ._inputs import GraphLoss, resolve_views
+from ._inputs import Graph, GraphLoss, resolve_views
 from ._tiling import edges_by_target, row_tiled_sum, self_mask
 
 
+@checks_options()
 def generalized_nt_xent(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
-    temperature: float = 0.5,
-    psi: Callable[[Tensor], Tensor] | None = None,
-    eta: Callable[[Tensor], Tensor] | None = None,
+    temperature: Temperature = 0.5,
+    psi: Annotated[Callable[[Tensor], Tensor] | None, check_callable] = None,
+    eta: Annotated[Callable[[Tensor], Tensor] | None, check_callable] = None,
     normalize: bool = True,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`GeneralizedNTXentLoss`."""
-    _check_options(temperature, psi, eta)
     psi = torch.log1p if psi is None else psi
     eta = (lambda t: torch.exp(-t / temperature)) if eta is None else eta
-    x, edge_index, edge_weight = resolve_views(z1, z2, edge_index, edge_weight, sample_id)
+    x, edge_index, edge_weight = resolve_views(z1, z2, **graph)
     if normalize:
         x = F.normalize(x, dim=-1)
     n, tile = x.size(0), _tiling.TILE
@@ -50,13 +51,7 @@ def generalized_nt_xent(
     return row_tiled_sum(term, n, tile) / n
 
 
-def _check_options(temperature: float, psi: Callable | None, eta: Callable | None) -> None:
-    check_temperature(temperature)
-    for name, function in (("psi", psi), ("eta", eta)):
-        if function is not None and not callable(function):
-            raise ValueError(f"{name} must be callable or None, got {function!r}")
-
-
+@PAIR_LOSSES.register
 class GeneralizedNTXentLoss(GraphLoss):
     r"""Generalised NT-Xent (Calder & Lee): a pluggable outer function :math:`\Psi` and
     similarity profile :math:`\eta` of the half squared distance
@@ -90,17 +85,3 @@ class GeneralizedNTXentLoss(GraphLoss):
     """
 
     functional = staticmethod(generalized_nt_xent)
-
-    def __init__(
-        self,
-        temperature: float = 0.5,
-        psi: Callable[[Tensor], Tensor] | None = None,
-        eta: Callable[[Tensor], Tensor] | None = None,
-        normalize: bool = True,
-    ) -> None:
-        super().__init__()
-        _check_options(temperature, psi, eta)
-        self.temperature = temperature
-        self.psi = psi
-        self.eta = eta
-        self.normalize = normalize

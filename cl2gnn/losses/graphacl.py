@@ -6,16 +6,19 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .._validation import as_edge_index, check_features, check_same_shape, check_temperature
+from .._options import Temperature, checks_options
+from .._validation import as_edge_index, check_features, check_same_shape
 from ..nn._graph import edge_dot
+from ._inputs import FunctionalLoss
 
 
+@checks_options()
 def graphacl_loss(
     p: Tensor,
     u: Tensor,
     z: Tensor,
     positives: Tensor,
-    temperature: float,
+    temperature: Temperature = 0.5,
     negatives: Tensor | None = None,
 ) -> Tensor:
     r"""GraphACL's loss: anchor ``i``'s unit-norm prediction ``p_i`` and online embedding
@@ -36,7 +39,6 @@ def graphacl_loss(
     :math:`(2, E)` (sources in ``0 … R-1``, targets in ``0 … S-1``), ``negatives``
     :math:`(S, K)`; output: scalar.
     """
-    check_temperature(temperature)
     for name, value in (("p", p), ("u", u), ("z", z)):
         check_features(value, name)
     check_same_shape(p, z, ("p", "z"))
@@ -70,7 +72,7 @@ def graphacl_loss(
     return per_anchor[count > 0].mean()
 
 
-class GraphACLLoss(torch.nn.Module):
+class GraphACLLoss(FunctionalLoss):
     r"""GraphACL's loss (Xiao et al., *Simple and Asymmetric Graph Contrastive Learning
     without Augmentations*, NeurIPS 2023): each anchor's unit-norm prediction ``p_i`` is
     aligned, through InfoNCE, with the unit-norm target embedding ``u_k`` of each of its
@@ -100,17 +102,7 @@ class GraphACLLoss(torch.nn.Module):
 
     functional = staticmethod(graphacl_loss)
 
-    def __init__(self, temperature: float = 0.5) -> None:
-        super().__init__()
-        check_temperature(temperature)
-        self.temperature = temperature
-
     def forward(
         self, p: Tensor, u: Tensor, z: Tensor, positives: Tensor, negatives: Tensor | None = None
     ) -> Tensor:
-        return self.functional(
-            p, u, z, positives, temperature=self.temperature, negatives=negatives
-        )
-
-    def extra_repr(self) -> str:
-        return f"temperature={self.temperature}"
+        return self.functional(p, u, z, positives, negatives=negatives, **self._options())

@@ -1,47 +1,42 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from typing_extensions import Unpack
 
-from .._validation import check_integer, check_temperature
-from ..distributed import check_mode
+from .._options import Distributed, Temperature, checks_options, integer, one_of, optional
+from .._registry import PAIR_LOSSES
 from ..nn import ContrastiveConv
 from ..nn.uniform import IMPLEMENTATIONS
 from . import _tiling
-from ._inputs import (
-    GraphLoss,
-    check_choice,
-    resolve_views,
-    share_of_mean,
-    views_shard,
-)
+from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
 from ._operators import shared_operator
 
 
+def _distributed_alone(distributed: str | None, num_keys: int | None, implementation: str) -> None:
+    # global negatives come from the distributed modes alone: no sampled keys, no Triton
+    if distributed is not None and (num_keys is not None or implementation == "triton"):
+        raise ValueError("distributed takes neither num_keys nor implementation='triton'")
+
+
+@checks_options(joint=_distributed_alone)
 def info_nce(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
-    temperature: float = 0.5,
+    temperature: Temperature = 0.5,
     normalize: bool = True,
     positive_in_denominator: bool = True,
-    implementation: str = "auto",
-    num_keys: int | None = None,
-    distributed: str | None = None,
+    implementation: Annotated[str, one_of(*IMPLEMENTATIONS)] = "auto",
+    num_keys: Annotated[int | None, optional(integer(1))] = None,
+    distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
-    _check_options(temperature, implementation, num_keys, distributed)
-    (x, edge_index, edge_weight), shard = views_shard(
-        z1,
-        z2,
-        distributed,
-        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
-        "InfoNCELoss",
-    )
+    (x, edge_index, edge_weight), shard = shard_of_views(z1, z2, graph, distributed, "InfoNCELoss")
     if normalize:
         x = F.normalize(x, dim=-1)
     conv = shared_operator(
@@ -57,19 +52,6 @@ def info_nce(
     return share_of_mean(energy, x.size(0), shard)
 
 
-def _check_options(
-    temperature: float, implementation: str, num_keys: int | None, distributed: str | None
-) -> None:
-    check_temperature(temperature)
-    check_choice(implementation, IMPLEMENTATIONS, "implementation")
-    if num_keys is not None:  # NumPy integers too; not bools or floats
-        check_integer(num_keys, "num_keys", 1)
-    check_mode(distributed)
-    # global negatives come from the distributed modes alone: no sampled keys, no Triton
-    if distributed is not None and (num_keys is not None or implementation == "triton"):
-        raise ValueError("distributed takes neither num_keys nor implementation='triton'")
-
-
 def _sample_keys(n: int, num_keys: int | None, device: torch.device) -> Tensor | None:
     """``num_keys`` distinct rows of ``n`` drawn uniformly (torch's global generator, so
     seeded runs repeat); ``None`` (the complete graph) when all rows would be drawn."""
@@ -78,6 +60,7 @@ def _sample_keys(n: int, num_keys: int | None, device: torch.device) -> Tensor |
     return torch.randperm(n, device=device)[:num_keys]
 
 
+@PAIR_LOSSES.register
 class InfoNCELoss(GraphLoss):
     r"""InfoNCE / NT-Xent (SimCLR, Chen et al., ICML 2020), composed as
     ``AlignConv.energy / τ + UniformAttention.energy`` (Proposition 1 of the
@@ -140,21 +123,3 @@ class InfoNCELoss(GraphLoss):
     """
 
     functional = staticmethod(info_nce)
-
-    def __init__(
-        self,
-        temperature: float = 0.5,
-        normalize: bool = True,
-        positive_in_denominator: bool = True,
-        implementation: str = "auto",
-        num_keys: int | None = None,
-        distributed: str | None = None,
-    ) -> None:
-        super().__init__()
-        _check_options(temperature, implementation, num_keys, distributed)
-        self.temperature = temperature
-        self.normalize = normalize
-        self.positive_in_denominator = positive_in_denominator
-        self.implementation = implementation
-        self.num_keys = num_keys
-        self.distributed = distributed

@@ -3,23 +3,28 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from functools import partial
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from typing_extensions import Unpack
 
-from .._validation import check_temperature
-from ..distributed import Shard, check_mode, gather_rows, ring_row_logsumexp
-from . import _tiling
-from ._inputs import (
-    GraphLoss,
-    check_choice,
-    check_positive,
-    resolve_views,
-    share_of_mean,
-    views_shard,
+from .._options import (
+    Distributed,
+    Positive,
+    Temperature,
+    check_unit_interval,
+    checks_options,
+    one_of,
+    optional,
 )
+from .._registry import PAIR_LOSSES
+from .._validation import check_temperature
+from ..distributed import Shard, gather_rows, ring_row_logsumexp
+from . import _tiling
+from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
 from ._tiling import edges_by_target, row_tiled_sum
 
 MIXTURES = (None, "simple", "concat")
@@ -40,32 +45,24 @@ def log_kernel(x: Tensor, y: Tensor, gamma: float, temperature: float) -> Tensor
     )
 
 
+@checks_options()
 def kernel_info_nce(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
-    gamma: float = 1.0,
-    temperature: float = 0.5,
-    mixture: str | None = None,
-    mixture_form: str = "loss",
-    lam: float = 0.5,
-    gamma2: float = 2.0,
-    temperature2: float | None = None,
-    distributed: str | None = None,
+    gamma: Positive = 1.0,
+    temperature: Temperature = 0.5,
+    mixture: Annotated[str | None, one_of(*MIXTURES)] = None,
+    mixture_form: Annotated[str, one_of(*MIXTURE_FORMS)] = "loss",
+    lam: Annotated[float, check_unit_interval] = 0.5,
+    gamma2: Positive = 2.0,
+    temperature2: Annotated[float | None, optional(check_temperature)] = None,
+    distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`KernelInfoNCELoss`."""
-    _check_options(
-        gamma, temperature, mixture, mixture_form, lam, gamma2, temperature2, distributed
-    )
-    (x, edge_index, edge_weight), shard = views_shard(
-        z1,
-        z2,
-        distributed,
-        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
-        "KernelInfoNCELoss",
+    (x, edge_index, edge_weight), shard = shard_of_views(
+        z1, z2, graph, distributed, "KernelInfoNCELoss"
     )
 
     def contrast(x: Tensor, kernel) -> Tensor:
@@ -99,28 +96,6 @@ def kernel_info_nce(
         return torch.logaddexp(kernel1(q, k) + math.log(lam), kernel2(q, k) + math.log(1 - lam))
 
     return contrast(both, mixed)
-
-
-def _check_options(
-    gamma: float,
-    temperature: float,
-    mixture: str | None,
-    mixture_form: str,
-    lam: float,
-    gamma2: float,
-    temperature2: float | None,
-    distributed: str | None,
-) -> None:
-    check_positive(gamma, "gamma")
-    check_temperature(temperature)
-    check_choice(mixture, MIXTURES, "mixture")
-    check_choice(mixture_form, MIXTURE_FORMS, "mixture_form")
-    if not 0.0 < lam < 1.0:
-        raise ValueError(f"lam must lie in (0, 1), got {lam!r}")
-    check_positive(gamma2, "gamma2")
-    if temperature2 is not None:
-        check_temperature(temperature2, "temperature2")
-    check_mode(distributed)
 
 
 def _graph_contrastive(
@@ -169,6 +144,7 @@ def _graph_contrastive(
     return share_of_mean(total, n, shard)
 
 
+@PAIR_LOSSES.register
 class KernelInfoNCELoss(GraphLoss):
     r"""Kernel-InfoNCE (*Contrastive Learning is Spectral Clustering on Similarity Graph*,
     Tan et al., ICLR 2024): InfoNCE with the kernel
@@ -214,27 +190,3 @@ class KernelInfoNCELoss(GraphLoss):
     """
 
     functional = staticmethod(kernel_info_nce)
-
-    def __init__(
-        self,
-        gamma: float = 1.0,
-        temperature: float = 0.5,
-        mixture: str | None = None,
-        mixture_form: str = "loss",
-        lam: float = 0.5,
-        gamma2: float = 2.0,
-        temperature2: float | None = None,
-        distributed: str | None = None,
-    ) -> None:
-        super().__init__()
-        _check_options(
-            gamma, temperature, mixture, mixture_form, lam, gamma2, temperature2, distributed
-        )
-        self.gamma = gamma
-        self.temperature = temperature
-        self.mixture = mixture
-        self.mixture_form = mixture_form
-        self.lam = lam
-        self.gamma2 = gamma2
-        self.temperature2 = temperature2
-        self.distributed = distributed

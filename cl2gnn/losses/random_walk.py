@@ -1,44 +1,33 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
+from typing_extensions import Unpack
 
-from .._validation import check_temperature
-from ..distributed import check_mode
+from .._options import Distributed, Temperature, checks_options, one_of
+from .._registry import PAIR_LOSSES
 from ..nn._graph import edge_dot
-from ._inputs import (
-    GraphLoss,
-    check_choice,
-    resolve_views,
-    share_of_mean,
-    views_shard,
-)
+from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
 from ._operators import uniform_attention
 
 FORMS = ("paper", "squared")
 
 
+@checks_options()
 def random_walk_loss(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
-    temperature: float = 0.5,
-    form: str = "paper",
-    distributed: str | None = None,
+    temperature: Temperature = 0.5,
+    form: Annotated[str, one_of(*FORMS)] = "paper",
+    distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`RandomWalkLoss`."""
-    _check_options(temperature, form, distributed)
-    (x, edge_index, _), shard = views_shard(
-        z1,
-        z2,
-        distributed,
-        lambda rows: resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows),
-        "RandomWalkLoss",
-    )
+    (x, edge_index, _), shard = shard_of_views(z1, z2, graph, distributed, "RandomWalkLoss")
     x = F.normalize(x, dim=-1)
     n = x.size(0)
     edge_index, _ = remove_self_loops(coalesce(edge_index, num_nodes=n))  # 1[i∼j], j != i
@@ -55,12 +44,7 @@ def random_walk_loss(
     return share_of_mean(total, n, shard)
 
 
-def _check_options(temperature: float, form: str, distributed: str | None) -> None:
-    check_temperature(temperature)
-    check_choice(form, FORMS, "form")
-    check_mode(distributed)
-
-
+@PAIR_LOSSES.register
 class RandomWalkLoss(GraphLoss):
     r"""The random-walk Laplacian loss: each anchor's one-step random walk on the affinity
     graph should land on its augmentation-graph neighbours (*Contrastive Learning is
@@ -97,12 +81,3 @@ class RandomWalkLoss(GraphLoss):
     """
 
     functional = staticmethod(random_walk_loss)
-
-    def __init__(
-        self, temperature: float = 0.5, form: str = "paper", distributed: str | None = None
-    ) -> None:
-        super().__init__()
-        _check_options(temperature, form, distributed)
-        self.temperature = temperature
-        self.form = form
-        self.distributed = distributed

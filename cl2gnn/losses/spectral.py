@@ -5,32 +5,33 @@ import math
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from typing_extensions import Unpack
 
+from .._options import Distributed, Positive, checks_options
+from .._registry import PAIR_LOSSES
 from .._validation import check_features, check_same_shape
-from ..distributed import Shard, all_reduce_sum, check_mode
+from ..distributed import Shard, all_reduce_sum
 from ..nn._graph import edge_dot
-from ._inputs import GraphLoss, check_positive, resolve_views, views_shard
+from ._inputs import Graph, GraphLoss, resolve_views, two_view_batches, views_shard
 
 
+@checks_options()
 def spectral_contrastive(
     z1: Tensor,
     z2: Tensor | None = None,
     *,
-    edge_index: Tensor | None = None,
-    edge_weight: Tensor | None = None,
-    sample_id: Tensor | None = None,
-    mu: float = 1.0,
+    mu: Positive = 1.0,
     normalize: bool = True,
-    distributed: str | None = None,
+    distributed: Distributed = None,
+    **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`SpectralContrastiveLoss`."""
-    _check_options(mu, distributed)
 
     def scale(z: Tensor) -> Tensor:
         return F.normalize(z, dim=-1) * math.sqrt(mu) if normalize else z
 
     # across ranks: this rank's anchors against every rank's rows, through the Gram matrices
-    two_views = z2 is not None and edge_index is None and sample_id is None
+    two_views = two_view_batches(z2, graph)
 
     def check(rows: int) -> tuple | None:
         if two_views:
@@ -38,7 +39,7 @@ def spectral_contrastive(
             check_features(z2, "z2", rows)
             check_same_shape(z1, z2)
             return None
-        return resolve_views(z1, z2, edge_index, edge_weight, sample_id, rows)
+        return resolve_views(z1, z2, **graph, min_rows=rows)
 
     resolved, shard = views_shard(z1, z2, distributed, check, "SpectralContrastiveLoss")
     world = 1 if shard is None else shard.world_size
@@ -64,11 +65,6 @@ def spectral_contrastive(
     return world * (-2 * positive + _off_diagonal_square_sum(x, x, shard) / (n * (n - 1)))
 
 
-def _check_options(mu: float, distributed: str | None) -> None:
-    check_positive(mu, "mu")
-    check_mode(distributed)
-
-
 def _off_diagonal_square_sum(a: Tensor, b: Tensor, shard: Shard | None) -> Tensor:
     """``Σ_{i != j} (a_i·b_j)²`` over this process's rows ``i`` (every rank's rows ``j``
     when ``shard`` is given) without masks: all pairs minus the diagonal. All pairs are
@@ -85,6 +81,7 @@ def _off_diagonal_square_sum(a: Tensor, b: Tensor, shard: Shard | None) -> Tenso
     return total - (a * b).sum(-1).square().sum()
 
 
+@PAIR_LOSSES.register
 class SpectralContrastiveLoss(GraphLoss):
     r"""Spectral contrastive loss (*Provable Guarantees for Self-Supervised Deep Learning
     with Spectral Contrastive Loss*, HaoChen et al., NeurIPS 2021): a low-rank
@@ -120,12 +117,3 @@ class SpectralContrastiveLoss(GraphLoss):
     """
 
     functional = staticmethod(spectral_contrastive)
-
-    def __init__(
-        self, mu: float = 1.0, normalize: bool = True, distributed: str | None = None
-    ) -> None:
-        super().__init__()
-        _check_options(mu, distributed)
-        self.mu = mu
-        self.normalize = normalize
-        self.distributed = distributed

@@ -1,12 +1,19 @@
 from __future__ import annotations
 
+from functools import partial
+
+import torch
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 
-from .._validation import CheckedOption, check_features, check_finite
+from .._options import Finite, check_options
+from .._registry import OPERATORS, Example
+from .._validation import check_features
+from . import _examples
 from ._graph import edge_dot, normalized_graph
 
 
+@OPERATORS.register
 class AlignConv(MessagePassing):
     r"""One gradient step of the alignment loss: a graph convolution on the augmentation
     graph (eqs. 2a, 4, 5 of *A Message Passing Perspective on Learning Dynamics of
@@ -39,23 +46,24 @@ class AlignConv(MessagePassing):
         - **output:** node features :math:`(N, d)`; :meth:`energy`: scalar
     """
 
-    step = CheckedOption(check_finite)
-
-    def __init__(self, step: float = 0.5, **kwargs) -> None:
+    def __init__(self, step: Finite = 0.5, **kwargs) -> None:
         kwargs.setdefault("aggr", "add")
         super().__init__(**kwargs)
         self.step = step
+        check_options(self)
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
 
     def energy(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         """The Dirichlet energy ``tr(xᵀ L x)`` (a sum, not a mean)."""
+        check_options(self)
         check_features(x)
         edge_index, weight = normalized_graph(x, edge_index, edge_weight)
         return (x * x).sum() - (weight * edge_dot(x, x, edge_index)).sum()
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        check_options(self)
         check_features(x)
         edge_index, weight = normalized_graph(x, edge_index, edge_weight)
         forward_msg = self.propagate(edge_index, x=x, edge_weight=weight)
@@ -67,3 +75,12 @@ class AlignConv(MessagePassing):
 
     def __repr__(self) -> str:
         return f"{self.__class__.__name__}(step={self.step})"
+
+    @classmethod
+    def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
+        x = _examples.features(n, d, generator)
+        return {
+            "weighted": Example(
+                partial(cls, step=0.3), (x, *_examples.weighted_graph(n, generator))
+            )
+        }

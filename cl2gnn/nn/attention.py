@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import math
+from functools import partial
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
@@ -8,21 +10,24 @@ from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
-from .._validation import CheckedOption, as_edge_index, check_features, check_finite
+from .._options import Distributed, Finite, TileSize, check_options, one_of
+from .._registry import OPERATORS, Example
+from .._validation import as_edge_index, check_features
 from ..distributed import (
     Shard,
-    check_mode,
     checked_shard,
     inner_product,
     is_distributed,
     row_logsumexp,
 )
 from ..distributed.collectives import global_logsumexp
+from . import _examples
 from ._graph import edge_dot, normalized_graph
 
 NORMALIZATIONS = ("negatives", "positives")
 
 
+@OPERATORS.register
 class AttentionAlignConv(MessagePassing):
     r"""Alignment with positive pairs reweighted by detached attention scores: a GAT-style
     layer (eqs. 14-16 of *A Message Passing Perspective on Learning Dynamics of Contrastive
@@ -82,32 +87,25 @@ class AttentionAlignConv(MessagePassing):
           :meth:`attention`: :math:`(E)`
     """
 
-    step = CheckedOption(check_finite)
-    beta = CheckedOption(check_finite)
-
     def __init__(
         self,
-        step: float = 0.1,
-        beta: float = 1.0,
-        normalize: str = "negatives",
+        step: Finite = 0.1,
+        beta: Finite = 1.0,
+        normalize: Annotated[str, one_of(*NORMALIZATIONS)] = "negatives",
         stop_gradient: bool = False,
-        tile_size: int = 1024,
-        distributed: str | None = None,
+        tile_size: TileSize = 1024,
+        distributed: Distributed = None,
         **kwargs,
     ) -> None:
         kwargs.setdefault("aggr", "add")
         super().__init__(**kwargs)
-        check_mode(distributed)
-        if normalize not in NORMALIZATIONS:
-            raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {normalize!r}")
-        if tile_size < 1:
-            raise ValueError(f"tile_size must be >= 1, got {tile_size}")
         self.tile_size = tile_size
         self.step = step
         self.beta = beta
         self.normalize = normalize
         self.stop_gradient = stop_gradient
         self.distributed = distributed
+        check_options(self)
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
@@ -135,6 +133,7 @@ class AttentionAlignConv(MessagePassing):
         """``(edge_index, Ā weights, h, shard)`` checked; without ``attention`` and across
         ranks, every rank's checks decided together before the attention's collectives
         (:func:`~cl2gnn.distributed.shard.checked_shard`)."""
+        check_options(self)
         distributed = attention is None and is_distributed(self.distributed)
 
         def local() -> tuple[Tensor, Tensor | None, Tensor | None]:
@@ -242,3 +241,14 @@ class AttentionAlignConv(MessagePassing):
             f"{self.__class__.__name__}(step={self.step}, beta={self.beta}, "
             f"normalize={self.normalize!r}, stop_gradient={self.stop_gradient})"
         )
+
+    @classmethod
+    def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
+        x = _examples.features(n, d, generator)
+        edge_index, weight = _examples.weighted_graph(n, generator)
+        h = _examples.features(n, 3, generator)
+        positives = partial(cls, step=0.3, beta=2.0, normalize="positives", stop_gradient=True)
+        return {
+            "negatives": Example(partial(cls, step=0.3, beta=2.0), (x, edge_index, weight)),
+            "positives, stop_gradient": Example(positives, (x, edge_index), {"h": h}),
+        }

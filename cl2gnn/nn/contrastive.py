@@ -1,12 +1,18 @@
 from __future__ import annotations
 
+from functools import partial
+from typing import Annotated
+
 import torch
 from torch import Tensor
 
+from .._options import Distributed, Finite, Temperature, TileSize, check_options, one_of
+from .._registry import OPERATORS, Example
 from .._validation import as_edge_index
-from . import _deprecation
+from ..graphs.pair import pair_graph
+from . import _examples
 from .align import AlignConv
-from .uniform import UniformAttention
+from .uniform import IMPLEMENTATIONS, UniformAttention
 
 
 def _uniform_option(name: str) -> property:
@@ -17,10 +23,15 @@ def _uniform_option(name: str) -> property:
     )
 
 
+@OPERATORS.register
 class ContrastiveConv(torch.nn.Module):
     r"""The contrastive (InfoNCE) step: alignment minus uniformity (eqs. 9, 10 of *A
     Message Passing Perspective on Learning Dynamics of Contrastive Learning*, Wang et al.,
     ICLR 2023).
+
+    It is not itself a ``MessagePassing`` layer but the sum of two: an
+    :class:`AlignConv` on the augmentation graph and a :class:`UniformAttention` on the
+    affinity graph (held as ``align`` and ``uniform``), whose options it reads and sets.
 
     The energy is the sum of the two operators' energies with the temperature folded in,
 
@@ -40,8 +51,7 @@ class ContrastiveConv(torch.nn.Module):
 
     Args:
         step (float, optional): step size :math:`\alpha` (default: ``0.1``).
-        temperature (float, optional): :math:`\tau` (default: ``0.5``; ``tau=`` is a
-            deprecated alias).
+        temperature (float, optional): :math:`\tau` (default: ``0.5``).
         positive_in_denominator (bool, optional): keep the augmentation-graph neighbours
             among the keys of the uniformity term (NT-Xent); ``False`` removes them (the
             decoupled form) (default: ``True``).
@@ -72,18 +82,16 @@ class ContrastiveConv(torch.nn.Module):
     implementation = _uniform_option("implementation")
     tile_size = _uniform_option("tile_size")
     distributed = _uniform_option("distributed")
-    tau = _deprecation.tau
 
-    @_deprecation.accepts_tau
     def __init__(
         self,
-        step: float = 0.1,
-        temperature: float = 0.5,
+        step: Finite = 0.1,
+        temperature: Temperature = 0.5,
         positive_in_denominator: bool = True,
         stop_gradient: bool = False,
-        implementation: str = "auto",
-        tile_size: int = 1024,
-        distributed: str | None = None,
+        implementation: Annotated[str, one_of(*IMPLEMENTATIONS)] = "auto",
+        tile_size: TileSize = 1024,
+        distributed: Distributed = None,
     ) -> None:
         super().__init__()
         self.positive_in_denominator = positive_in_denominator
@@ -128,6 +136,7 @@ class ContrastiveConv(torch.nn.Module):
         """The uniformity term's checked inputs, its affinity graph complete, without the
         positives in the decoupled form, or to sampled keys; the augmentation graph is
         checked with them (across ranks, on every rank together, before any collective)."""
+        check_options(self)
 
         def graph() -> None:
             if keys is not None and not self.positive_in_denominator:
@@ -144,3 +153,17 @@ class ContrastiveConv(torch.nn.Module):
             f"stop_gradient={self.stop_gradient}, implementation={self.implementation!r}"
             + (f", distributed={self.distributed!r})" if self.distributed else ")")
         )
+
+    @classmethod
+    def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
+        x, pairs = _examples.features(n, d, generator), pair_graph(n // 2, 2)
+        keys = _examples.keys(n, generator)
+        return {
+            "views": Example(partial(cls, step=0.2, temperature=0.5), (x, pairs)),
+            "decoupled": Example(
+                partial(cls, step=0.2, temperature=0.5, positive_in_denominator=False), (x, pairs)
+            ),
+            "sampled keys": Example(
+                partial(cls, step=0.2, temperature=0.5), (x, pairs), {"keys": keys}
+            ),
+        }

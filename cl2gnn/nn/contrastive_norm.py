@@ -1,28 +1,28 @@
 from __future__ import annotations
 
+from functools import partial
+from typing import Annotated
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import softmax
 
-from .._validation import (
-    CheckedOption,
-    as_edge_index,
-    as_keys,
-    check_features,
-    check_finite,
-    check_temperature,
-)
+from .._options import Finite, Temperature, TileSize, check_options, one_of
+from .._registry import OPERATORS, Example
+from .._validation import as_edge_index, as_keys, check_features
 from ..distributed.partition import masked_logits
+from . import _examples
 from ._graph import edge_dot
 from .sampled import sampled_logits
 from .tiled_attention import tiled_attention
-from .uniform import IMPLEMENTATIONS, TILED_MIN_ROWS, UniformAttention
+from .uniform import TILED_MIN_ROWS, UniformAttention
 
 NORMS = ("layer", None)
 
 
+@OPERATORS.register
 class ContrastiveNorm(MessagePassing):
     r"""ContraNorm (*ContraNorm: A Contrastive Learning Perspective on Oversmoothing and
     Beyond*, Guo et al., ICLR 2023, eqs. 5-6): :class:`UniformAttention`'s stop-gradient
@@ -83,20 +83,17 @@ class ContrastiveNorm(MessagePassing):
         - **output:** features :math:`(N, d)`; :meth:`energy`: scalar
     """
 
-    step = CheckedOption(check_finite)
-    temperature = CheckedOption(check_temperature)
-
     def __init__(
         self,
         channels: int,
-        step: float = 1.0,
-        temperature: float = 1.0,
+        step: Finite = 1.0,
+        temperature: Temperature = 1.0,
         normalize: bool = True,
         self_loops: bool = True,
         learnable_step: bool = False,
         norm: str | None = "layer",
-        implementation: str = "auto",
-        tile_size: int = 1024,
+        implementation: Annotated[str, one_of("auto", "dense", "tiled")] = "auto",
+        tile_size: TileSize = 1024,
         **kwargs,
     ) -> None:
         kwargs.setdefault("aggr", "add")
@@ -105,12 +102,6 @@ class ContrastiveNorm(MessagePassing):
             raise ValueError(f"channels must be a positive int, got {channels!r}")
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-        if implementation not in IMPLEMENTATIONS or implementation == "triton":
-            raise ValueError(
-                f"implementation must be 'auto', 'dense' or 'tiled', got {implementation!r}"
-            )
-        if tile_size < 1:
-            raise ValueError(f"tile_size must be >= 1, got {tile_size}")
         self.channels = channels
         self.step = step
         self.temperature = temperature
@@ -118,6 +109,7 @@ class ContrastiveNorm(MessagePassing):
         self.self_loops = self_loops
         self.implementation = implementation
         self.tile_size = tile_size
+        check_options(self)
         self.rate = torch.nn.Parameter(torch.empty(channels)) if learnable_step else None
         self.norm = torch.nn.LayerNorm(channels, eps=1e-6) if norm == "layer" else None
         self.reset_parameters()
@@ -209,6 +201,7 @@ class ContrastiveNorm(MessagePassing):
         return edge_weight.view(-1, 1) * x_j
 
     def _check(self, x: Tensor) -> None:
+        check_options(self)
         check_features(x, min_rows=1 if self.self_loops else 2)
         if x.size(1) != self.channels:
             raise ValueError(f"x must have {self.channels} channels, got {x.size(1)}")
@@ -220,3 +213,14 @@ class ContrastiveNorm(MessagePassing):
             f"self_loops={self.self_loops}, learnable_step={self.rate is not None}, "
             f"norm={'layer' if self.norm is not None else None!r})"
         )
+
+    @classmethod
+    def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
+        """The step alone (no LayerNorm, logits of ``x`` itself), where ``forward`` is
+        exactly ``x - step * grad(energy)``."""
+        x = _examples.features(n, d, generator)
+        return {
+            "step": Example(
+                partial(cls, d, step=0.3, temperature=0.5, normalize=False, norm=None), (x,)
+            )
+        }

@@ -5,11 +5,15 @@ import torch.distributed as dist
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 
-from .._validation import CheckedOption, check_features, check_finite
+from .._options import Finite, check_options
+from .._registry import OPERATORS, Example
+from .._validation import check_features
+from . import _examples
 
 MODES = ("mean", "max", "cat")
 
 
+@OPERATORS.register
 class MultiStageMemory(MessagePassing):
     r"""Jumping-knowledge aggregation of a sample's features over the last ``stages``
     training stages (epochs or steps) (eq. 13 of *A Message Passing Perspective on
@@ -58,8 +62,6 @@ class MultiStageMemory(MessagePassing):
         - **output:** features :math:`(B, d)`; :meth:`energy`: scalar
     """
 
-    step = CheckedOption(check_finite)
-
     def __init__(
         self,
         num_samples: int,
@@ -67,7 +69,7 @@ class MultiStageMemory(MessagePassing):
         stages: int = 2,
         mode: str = "mean",
         warmup: int = 0,
-        step: float = 1.0,
+        step: Finite = 1.0,
         dtype: torch.dtype = torch.float32,
     ) -> None:
         if mode not in MODES:
@@ -78,6 +80,7 @@ class MultiStageMemory(MessagePassing):
         self.num_samples, self.dim, self.stages = num_samples, dim, stages
         self.mode, self.warmup, self.step = mode, warmup, step
         self.register_buffer("bank", torch.zeros(stages, num_samples, dim, dtype=dtype))
+        check_options(self)
         self.register_buffer("filled", torch.zeros(stages, num_samples, dtype=torch.bool))
         self.register_buffer("pointer", torch.zeros((), dtype=torch.long))
         self.register_buffer("stages_done", torch.zeros((), dtype=torch.long))
@@ -149,6 +152,7 @@ class MultiStageMemory(MessagePassing):
         self.stages_done += 1
 
     def _check(self, x: Tensor, sample_id: Tensor, min_rows: int = 1) -> None:
+        check_options(self)
         check_features(x, min_rows=min_rows)
         if x.size(1) != self.dim:
             raise ValueError(f"x must have dim {self.dim}, got {x.size(1)}")
@@ -165,6 +169,24 @@ class MultiStageMemory(MessagePassing):
             f"stages={self.stages}, mode={self.mode!r}, warmup={self.warmup}, "
             f"step={self.step}, dtype={self.bank.dtype})"
         )
+
+    @classmethod
+    def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
+        """A bank of ``n`` samples with one stored stage (of ``stages=2``, two of 3)."""
+        stored = [_examples.features(n, d, generator) for _ in range(2)]
+        x, ids = _examples.features(n, d, generator), torch.arange(n)
+
+        def build(stages: int, **options):
+            memory = cls(n, d, stages=stages, **options)
+            for features in stored[: stages - 1]:
+                memory.push(features, ids)
+                memory.next_stage()
+            return memory
+
+        return {
+            "mean": Example(lambda **o: build(3, **{"step": 0.3, **o}), (x, ids)),
+            "cat": Example(lambda **o: build(2, **{"mode": "cat", "step": 0.5, **o}), (x, ids)),
+        }
 
 
 def _all_gather_rows(*tensors: Tensor) -> tuple[Tensor, ...]:

@@ -1,23 +1,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
+from typing import Annotated
 
 import torch
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
-from .._validation import (
-    CheckedOption,
-    as_edge_index,
-    as_keys,
-    check_features,
-    check_finite,
-    check_temperature,
-)
+from .._options import Distributed, Finite, Temperature, TileSize, check_options, one_of
+from .._registry import OPERATORS, Example
+from .._validation import as_edge_index, as_keys, check_features
 from ..distributed import (
     Shard,
-    check_mode,
     checked_shard,
     gather_rows,
     inner_product,
@@ -27,7 +23,7 @@ from ..distributed import (
 )
 from ..distributed.collectives import all_reduce_sum
 from ..distributed.partition import masked_logits, masked_logsumexp
-from . import _deprecation
+from . import _examples
 from ._graph import edge_dot, scatter_logsumexp
 from .sampled import sampled_logits, sampled_row_logsumexp
 from .tiled import tiled_row_logsumexp
@@ -37,6 +33,7 @@ IMPLEMENTATIONS = ("auto", "dense", "tiled", "triton")
 TILED_MIN_ROWS = 2048  # "auto" switches to the tiled energy from this many rows on
 
 
+@OPERATORS.register
 class UniformAttention(MessagePassing):
     r"""One gradient step of the uniformity loss: a (reversed) self-attention on the
     affinity graph (eqs. 2b, 7, 8, 12 of *A Message Passing Perspective on Learning
@@ -78,8 +75,7 @@ class UniformAttention(MessagePassing):
 
     Args:
         step (float, optional): step size :math:`\alpha` (default: ``0.1``).
-        temperature (float, optional): :math:`\tau > 0` (default: ``0.5``; ``tau=`` is a
-            deprecated alias).
+        temperature (float, optional): :math:`\tau > 0` (default: ``0.5``).
         stop_gradient (bool, optional): detach the keys (default: ``False``).
         self_loops (bool, optional): keep :math:`i = j` in the implicit complete affinity
             graph (default: ``False``).
@@ -113,31 +109,19 @@ class UniformAttention(MessagePassing):
         - **output:** features :math:`(N, d)`; :meth:`energy`: scalar
     """
 
-    tau = _deprecation.tau
-    step = CheckedOption(check_finite)
-    temperature = CheckedOption(check_temperature)
-
-    @_deprecation.accepts_tau
     def __init__(
         self,
-        step: float = 0.1,
-        temperature: float = 0.5,
+        step: Finite = 0.1,
+        temperature: Temperature = 0.5,
         stop_gradient: bool = False,
         self_loops: bool = False,
-        implementation: str = "auto",
-        tile_size: int = 1024,
-        distributed: str | None = None,
+        implementation: Annotated[str, one_of(*IMPLEMENTATIONS)] = "auto",
+        tile_size: TileSize = 1024,
+        distributed: Distributed = None,
         **kwargs,
     ) -> None:
         kwargs.setdefault("aggr", "add")
         super().__init__(**kwargs)
-        check_mode(distributed)
-        if implementation not in IMPLEMENTATIONS:
-            raise ValueError(
-                f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}"
-            )
-        if tile_size < 1:
-            raise ValueError(f"tile_size must be >= 1, got {tile_size}")
         self.implementation = implementation
         self.tile_size = tile_size
         self.step = step
@@ -145,6 +129,7 @@ class UniformAttention(MessagePassing):
         self.stop_gradient = stop_gradient
         self.self_loops = self_loops
         self.distributed = distributed
+        check_options(self)
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
@@ -304,6 +289,7 @@ class UniformAttention(MessagePassing):
         :class:`~cl2gnn.nn.ContrastiveConv`'s augmentation graph). Across ranks every
         rank's checks are decided together, with the row counts, before any other
         collective (:func:`~cl2gnn.distributed.shard.checked_shard`)."""
+        check_options(self)
         distributed = is_distributed(self.distributed)
 
         def local() -> tuple[Tensor, Tensor | None, Tensor | None]:
@@ -387,3 +373,17 @@ class UniformAttention(MessagePassing):
             f"implementation={self.implementation!r}"
             + (f", distributed={self.distributed!r})" if self.distributed else ")")
         )
+
+    @classmethod
+    def examples(cls, n: int, d: int, generator: torch.Generator) -> dict[str, Example]:
+        x = _examples.features(n, d, generator)
+        edge_index, _ = _examples.weighted_graph(n, generator)
+        keys = _examples.keys(n, generator)
+        return {
+            "complete": Example(partial(cls, step=0.3, temperature=0.5), (x,)),
+            "stop_gradient": Example(
+                partial(cls, step=0.3, temperature=0.5, stop_gradient=True), (x,)
+            ),
+            "sparse": Example(partial(cls, step=0.3, temperature=0.5), (x, edge_index)),
+            "sampled keys": Example(partial(cls, step=0.3, temperature=0.5), (x,), {"keys": keys}),
+        }

@@ -2,6 +2,7 @@
 
 * :mod:`.methods`: every method a class in one registry (:data:`~.methods.REGISTRY`);
 * :mod:`.fullbatch`, :mod:`.minibatch`: the two trainers, one interface (an epoch, embed);
+  the mini-batches' seeds from :mod:`.sampler`, layer-wise inference in :mod:`.inference`;
 * :mod:`.fit`: the one training loop (:func:`fit`, :func:`train_node_model`);
 * :mod:`.models`, :mod:`.features`, :mod:`.views`: encoders, sparse features, the views
   (PyG transforms);
@@ -19,11 +20,11 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the exports, read by lazy_exports
     from ..datasets.nodes import load_node_dataset
-    from .config import DEFAULTS, NodeConfig
+    from .config import GRACE_PUBLISHED, NodeConfig
     from .defaults import default_config, default_method
-    from .evaluate import adam_probe_scores, make_split, probe_accuracy, probe_score, probe_scores
+    from .evaluate import adam_probe_scores, make_split, probe_score, probe_scores
     from .features import SparseFeatures, prepare_features
     from .fit import fit
     from .fullbatch import FullBatchTrainer
@@ -35,70 +36,4 @@ if TYPE_CHECKING:
     from .train import train_node_model
     from .views import DropEdge, MaskFeatures
 
-_EXPORTS = {
-    "EMBEDDINGS": ".names",
-    "ENCODERS": ".names",
-    "METHODS": ".names",
-    "PROTOCOLS": ".names",
-    "DEFAULTS": ".config",
-    "NodeConfig": ".config",
-    "default_config": ".defaults",
-    "default_method": ".defaults",
-    "adam_probe_scores": ".evaluate",
-    "make_split": ".evaluate",
-    "probe_accuracy": ".evaluate",
-    "probe_score": ".evaluate",
-    "probe_scores": ".evaluate",
-    "SparseFeatures": ".features",
-    "prepare_features": ".features",
-    "TrainResult": ".result",
-    "load_encoder": ".result",
-    "fit": ".fit",
-    "train_node_model": ".train",
-    "FullBatchTrainer": ".fullbatch",
-    "MinibatchTrainer": ".minibatch",
-    "REGISTRY": ".methods",
-    "EncoderInput": ".methods",
-    "NodeMethod": ".methods",
-    "ViewBatch": ".methods",
-    "make_method": ".methods",
-    "GraphEncoder": ".models",
-    "ProjectionHead": ".models",
-    "DropEdge": ".views",
-    "MaskFeatures": ".views",
-    "load_node_dataset": "..datasets.nodes",
-}
-__all__ = [
-    "DEFAULTS",
-    "EMBEDDINGS",
-    "ENCODERS",
-    "METHODS",
-    "PROTOCOLS",
-    "REGISTRY",
-    "DropEdge",
-    "EncoderInput",
-    "FullBatchTrainer",
-    "GraphEncoder",
-    "MaskFeatures",
-    "MinibatchTrainer",
-    "NodeConfig",
-    "NodeMethod",
-    "ProjectionHead",
-    "SparseFeatures",
-    "TrainResult",
-    "ViewBatch",
-    "adam_probe_scores",
-    "default_config",
-    "default_method",
-    "fit",
-    "load_encoder",
-    "load_node_dataset",
-    "make_method",
-    "make_split",
-    "prepare_features",
-    "probe_accuracy",
-    "probe_score",
-    "probe_scores",
-    "train_node_model",
-]
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, globals())

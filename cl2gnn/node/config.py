@@ -1,6 +1,6 @@
 """Training configurations: :class:`NodeConfig`, the published configurations of the graphs
-that have one (:data:`DEFAULTS`), and the default for every other graph
-(:data:`UNPUBLISHED`). Why each default is what it is, with the measurements, is on the
+that have one (:data:`GRACE_PUBLISHED`), and the default for every other graph
+(:data:`OTHER_GRAPHS`). Why each default is what it is, with the measurements, is on the
 results page (``benchmarks/RESULTS.md``)."""
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def config_from_dict(entries: dict, base: NodeConfig | None = None) -> NodeConfi
 # GRACE's published configurations for Planetoid, GCA's for Amazon, Coauthor and WikiCS
 # (weight decay 1e-5 throughout, as both use); features raw, not row-normalised as their
 # code does: the graphs on disk scored higher on their validation nodes with raw features
-DEFAULTS = {
+GRACE_PUBLISHED = {
     "Cora": NodeConfig(),
     "CiteSeer": NodeConfig(
         learning_rate=1e-3,
@@ -332,7 +332,7 @@ DEFAULTS = {
 # graphs without a published configuration, GRACE's family: GRACE's Cora configuration with
 # the GraphSAGE encoder (ego and neighbour weights apart), every layer read out (the input
 # included), raw features and 256 sampled uniformity keys (the former default)
-GRACE_UNPUBLISHED = NodeConfig(
+GRACE_OTHER_GRAPHS = NodeConfig(
     encoder="sage", embedding="layers", normalize_features=False, num_keys=256
 )
 
@@ -375,8 +375,8 @@ CCA_SSG = NodeConfig(
 # on-disk graph without one together, by mean validation rank (benchmarks/node_select.py,
 # results/node_default_selection.json): CCA-SSG's configuration with the GraphSAGE encoder,
 # every layer read out
-UNPUBLISHED_METHOD = "cca_ssg"
-UNPUBLISHED = CCA_SSG.with_overrides(encoder="sage", embedding="layers")
+OTHER_GRAPHS_METHOD = "cca_ssg"
+OTHER_GRAPHS = CCA_SSG.with_overrides(encoder="sage", embedding="layers")
 GRAPHACL = NodeConfig(  # the heterophilous graphs' code: a linear encoder, sampled pairs
     learning_rate=1e-4,
     hidden=4096,
@@ -394,7 +394,7 @@ GRAPHACL = NodeConfig(  # the heterophilous graphs' code: a linear encoder, samp
     normalize_features=True,
 )
 METHOD_DEFAULTS = {"bgrl": BGRL, "cca_ssg": CCA_SSG, "graphacl": GRAPHACL}
-PUBLISHED = {
+AUTHORS_PER_GRAPH = {
     ("graphacl", "Cora"): replace(  # the authors' Cora code: every neighbour, every node
         GRAPHACL,
         num_samples=None,
@@ -438,12 +438,12 @@ def graph_name(graph) -> str | None:
 # seven graphs, -0.83 on chameleon, the only one where it wins, at half the time or less:
 # results/node_auto_graphacl_width.json)
 CANDIDATES: tuple[tuple[str, str, NodeConfig], ...] = (
-    ("cca_ssg sage layers", "cca_ssg", UNPUBLISHED),
-    ("grace sage layers", "grace", GRACE_UNPUBLISHED),
+    ("cca_ssg sage layers", "cca_ssg", OTHER_GRAPHS),
+    ("grace sage layers", "grace", GRACE_OTHER_GRAPHS),
     (
         "graphacl wiki 512",
         "graphacl",
-        PUBLISHED["graphacl", "chameleon"].with_overrides(hidden=512, first_hidden=512),
+        AUTHORS_PER_GRAPH["graphacl", "chameleon"].with_overrides(hidden=512, first_hidden=512),
     ),
 )
 
@@ -454,6 +454,8 @@ def candidates(graph) -> list[tuple[str, str, NodeConfig]]:
     one, then :data:`CANDIDATES`."""
     name = graph_name(graph)
     published = (
-        [(f"grace ({name}'s published)", "grace", DEFAULTS[name])] if name in DEFAULTS else []
+        [(f"grace ({name}'s published)", "grace", GRACE_PUBLISHED[name])]
+        if name in GRACE_PUBLISHED
+        else []
     )
     return published + list(CANDIDATES)

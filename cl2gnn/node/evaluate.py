@@ -144,12 +144,6 @@ def probe_score(embeddings: Tensor, y: Tensor, split, seed: int = 0, **probe) ->
     return probe_scores(embeddings, y, split, seed, **probe)["test"]
 
 
-def probe_accuracy(embeddings: Tensor, y: Tensor, split, seed: int = 0, **probe) -> float:
-    """Deprecated name of :func:`probe_score` (the score is not always an accuracy)."""
-    warnings.warn("probe_accuracy is deprecated; use probe_score", DeprecationWarning, stacklevel=2)
-    return probe_score(embeddings, y, split, seed, **probe)
-
-
 def adam_probe_scores(
     embeddings: Tensor,
     y: Tensor,

@@ -1,24 +1,21 @@
 """The names the ``cl2gnn node`` command offers, importable without torch (so that
 ``cl2gnn --help`` stays fast); the modules that implement them import them from here.
-:data:`METHODS` lists the keys of :data:`cl2gnn.node.methods.REGISTRY`, in its order (a
-test keeps the two equal)."""
+:data:`METHODS` is read off the ``@register_method("name")`` decorators of
+:mod:`cl2gnn.node.methods` (the keys of its ``REGISTRY``), sorted, without importing them."""
 
 from __future__ import annotations
 
-METHODS = (
-    "grace",
-    "attention",
-    "multistage",
-    "kernel",
-    "random_walk",
-    "spectral",
-    "knn",
-    "neighbors",
-    "homophily",
-    "bgrl",
-    "cca_ssg",
-    "graphacl",
-)
+import re
+from pathlib import Path
+
+
+def _registered_methods() -> tuple[str, ...]:
+    folder = Path(__file__).with_name("methods")
+    decorator = re.compile(r'^@register_method\("(\w+)"\)$', re.MULTILINE)
+    return tuple(sorted(n for f in folder.glob("*.py") for n in decorator.findall(f.read_text())))
+
+
+METHODS = _registered_methods()
 # cl2gnn node's --method: a registered method, or "auto" (chosen on the graph's own validation
 # nodes among cl2gnn.node.config.CANDIDATES), the default
 AUTO = "auto"

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
 
+# the exports (read by lazy_exports): a name must differ from every submodule's, as
+# importing the submodule binds it on the package and would shadow the exported object
 if TYPE_CHECKING:
     from .augment import CIFAR_MEAN, CIFAR_STD, MultiViewAugment
     from .data import ImageSet, load_images, read_image_folder
@@ -28,60 +30,4 @@ if TYPE_CHECKING:
     from .optim import LARS, build_optimizer, warmup_cosine
     from .train import History, PretrainConfig, Pretrainer
 
-# a name here must differ from every submodule's: importing the submodule binds it on the
-# package and would shadow the exported object
-_EXPORTS = {
-    "CIFAR_MEAN": ".augment",
-    "CIFAR_STD": ".augment",
-    "MultiViewAugment": ".augment",
-    "ImageSet": ".data",
-    "load_images": ".data",
-    "read_image_folder": ".data",
-    "knn_accuracy": ".knn_monitor",
-    "linear_probe_accuracy": ".knn_monitor",
-    "weighted_knn_predict": ".knn_monitor",
-    "SSLNet": ".models",
-    "backbone": ".models",
-    "cifar_resnet": ".models",
-    "convnet": ".models",
-    "mlp": ".models",
-    "ARCHS": ".names",
-    "DATASETS": ".names",
-    "KERNELS": ".names",
-    "SimCLRObjective": ".objectives",
-    "SimSiamObjective": ".objectives",
-    "LARS": ".optim",
-    "build_optimizer": ".optim",
-    "warmup_cosine": ".optim",
-    "History": ".train",
-    "PretrainConfig": ".train",
-    "Pretrainer": ".train",
-}
-__all__ = [
-    "ARCHS",
-    "CIFAR_MEAN",
-    "CIFAR_STD",
-    "DATASETS",
-    "KERNELS",
-    "LARS",
-    "History",
-    "ImageSet",
-    "MultiViewAugment",
-    "PretrainConfig",
-    "Pretrainer",
-    "SSLNet",
-    "SimCLRObjective",
-    "SimSiamObjective",
-    "backbone",
-    "build_optimizer",
-    "cifar_resnet",
-    "convnet",
-    "knn_accuracy",
-    "linear_probe_accuracy",
-    "load_images",
-    "mlp",
-    "read_image_folder",
-    "warmup_cosine",
-    "weighted_knn_predict",
-]
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, globals())

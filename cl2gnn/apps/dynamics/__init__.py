@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING
 from ..._lazy import lazy_exports
 from .names import STUDY_NAMES
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the exports, read by lazy_exports
     from .common import StudyResult
     from .run import STUDIES, run_study
 
-_EXPORTS = {"STUDIES": ".run", "run_study": ".run", "StudyResult": ".common"}
-__all__ = ["STUDIES", "STUDY_NAMES", "StudyResult", "run_study"]
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__getattr__, __dir__, _lazy_names = lazy_exports(__name__, globals())
+__all__ = ["STUDY_NAMES", *_lazy_names]

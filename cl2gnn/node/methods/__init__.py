@@ -1,8 +1,9 @@
 """The node methods, one class each, in one registry.
 
-Adding a method is one :class:`NodeMethod` subclass in :data:`REGISTRY` (its name also in
-the torch-free :data:`cl2gnn.node.names.METHODS`, which the command lists) and one float64
-reference test of its loss.
+Adding a method is one :class:`NodeMethod` subclass decorated with
+``@register_method("name")`` in a module of this package (imported here), and one float64
+reference test of its loss; the command's torch-free :data:`cl2gnn.node.names.METHODS` reads
+the names off the decorators.
 """
 
 from __future__ import annotations
@@ -14,41 +15,11 @@ from torch import Tensor
 
 from ..config import NodeConfig
 from ..names import METHODS
-from .base import EncoderInput, NodeMethod, ViewBatch
-from .bgrl import BGRL
-from .cca_ssg import CCASSG
-from .contrastive import (
-    Attention,
-    CallableObjective,
-    ContrastiveMethod,
-    Grace,
-    Homophily,
-    Kernel,
-    KNearest,
-    MultiStage,
-    Neighbors,
-    RandomWalk,
-    Spectral,
-)
-from .graphacl import GraphACL
 
-REGISTRY: dict[str, type[NodeMethod]] = {
-    cls.name: cls
-    for cls in (
-        Grace,
-        Attention,
-        MultiStage,
-        Kernel,
-        RandomWalk,
-        Spectral,
-        KNearest,
-        Neighbors,
-        Homophily,
-        BGRL,
-        CCASSG,
-        GraphACL,
-    )
-}
+# the modules that register the methods (@register_method), imported for that
+from . import bgrl, cca_ssg, contrastive, graphacl
+from .base import REGISTRY, EncoderInput, NodeMethod, ViewBatch, register_method
+from .contrastive import CallableObjective, ContrastiveMethod
 
 
 def method_class(name: str) -> type[NodeMethod]:
@@ -115,4 +86,5 @@ __all__ = [
     "ViewBatch",
     "make_method",
     "method_class",
+    "register_method",
 ]

@@ -9,6 +9,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor
 
+from ..._registry import NODE_METHODS as REGISTRY
 from ..config import NodeConfig
 from ..features import ColumnMasked, SparseFeatures
 
@@ -66,8 +67,9 @@ class NodeMethod(torch.nn.Module):
     optimises the encoder's and the method's parameters together and calls
     :meth:`after_step` after every optimiser step.
 
-    A subclass sets ``name`` (its key in :data:`~cl2gnn.node.methods.REGISTRY`) and states
-    what it can do:
+    A subclass registers itself under its name with ``@register_method("name")`` (its key
+    in :data:`~cl2gnn.node.methods.REGISTRY`, also read, without importing torch, into
+    the command's :data:`cl2gnn.node.names.METHODS`) and states what it can do:
 
     * ``takes_keys``: its uniformity term can run over sampled keys (``config.num_keys``);
     * ``minibatch``: it trains on sampled mini-batches of nodes (``config.batch_size``);
@@ -128,3 +130,8 @@ class NodeMethod(torch.nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}"
+
+
+def register_method(name: str):
+    """Class decorator: the method, named ``name``, in :data:`REGISTRY`."""
+    return REGISTRY.register(name)

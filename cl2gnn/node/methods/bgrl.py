@@ -7,10 +7,11 @@ from torch import Tensor
 
 from ...losses import BootstrapLoss
 from ..config import NodeConfig
-from .base import NodeMethod, ViewBatch
+from .base import NodeMethod, ViewBatch, register_method
 from .target import TargetEncoder, predictor
 
 
+@register_method("bgrl")
 class BGRL(NodeMethod):
     r"""BGRL (Thakoor et al., *Large-Scale Representation Learning on Graphs via
     Bootstrapping*, ICLR 2022): the online encoder and a predictor :math:`q` on one view
@@ -30,7 +31,6 @@ class BGRL(NodeMethod):
     negatives to share).
     """
 
-    name = "bgrl"
     spans_ranks = True
 
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:

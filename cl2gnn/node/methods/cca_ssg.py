@@ -7,9 +7,10 @@ from torch import Tensor
 
 from ...losses import CCASSGLoss
 from ..config import NodeConfig
-from .base import NodeMethod, ViewBatch
+from .base import NodeMethod, ViewBatch, register_method
 
 
+@register_method("cca_ssg")
 class CCASSG(NodeMethod):
     r"""CCA-SSG (Zhang et al., *From Canonical Correlation Analysis to Self-supervised Graph
     Neural Networks*, NeurIPS 2021): invariance between the two views' standardised
@@ -25,7 +26,6 @@ class CCASSG(NodeMethod):
     the loss and, after DDP's average, the gradient are one process's on the global batch.
     """
 
-    name = "cca_ssg"
     spans_ranks = True
     # per rank's share: one process's share is the whole batch, whose standard deviations
     # need two rows (a last batch of one seed joins the one before); across ranks the loss

@@ -28,7 +28,7 @@ from ...losses import (
 from ...nn import MultiStageMemory
 from ..config import NodeConfig
 from ..models import ProjectionHead
-from .base import NodeMethod, ViewBatch
+from .base import NodeMethod, ViewBatch, register_method
 
 
 def cross_view_edges(source: Tensor, target: Tensor, num_nodes: int) -> Tensor:
@@ -74,11 +74,11 @@ class ContrastiveMethod(NodeMethod):
         raise NotImplementedError
 
 
+@register_method("grace")
 class Grace(ContrastiveMethod):
     """GRACE: InfoNCE over the ``2N`` stacked projections, inter- and intra-view negatives
     (:func:`~cl2gnn.losses.info_nce` = ``AlignConv`` on the pair graph + ``UniformAttention``)."""
 
-    name = "grace"
     takes_keys = True
     spans_ranks = True
 
@@ -92,12 +92,12 @@ class Grace(ContrastiveMethod):
         )
 
 
+@register_method("attention")
 class Attention(ContrastiveMethod):
     """InfoNCE whose positive pairs are reweighted by detached attention on the encoder
     outputs (eq. 15 of the message-passing paper; :func:`~cl2gnn.losses.attention_info_nce`,
     ``beta=1``)."""
 
-    name = "attention"
     spans_ranks = True
 
     def objective(self, z1, z2, h1, h2):
@@ -128,40 +128,37 @@ class _LossMethod(ContrastiveMethod):
         return self.loss(z1, z2)
 
 
-class Kernel(_LossMethod):
+@register_method("kernel")
+class KernelInfoNCE(_LossMethod):
     """Kernel-InfoNCE with the Laplacian kernel ``exp(-‖x - y‖ / τ)`` (Tan et al., ICLR
     2024)."""
-
-    name = "kernel"
 
     def make_loss(self, config):
         return KernelInfoNCELoss(1.0, temperature=config.temperature, distributed=self.distributed)
 
 
+@register_method("random_walk")
 class RandomWalk(_LossMethod):
     """The random-walk Laplacian loss (Tan et al., ICLR 2024)."""
-
-    name = "random_walk"
 
     def make_loss(self, config):
         return RandomWalkLoss(temperature=config.temperature, distributed=self.distributed)
 
 
+@register_method("spectral")
 class Spectral(_LossMethod):
     """The spectral contrastive loss (HaoChen et al., NeurIPS 2021)."""
-
-    name = "spectral"
 
     def make_loss(self, config):
         return SpectralContrastiveLoss(distributed=self.distributed)
 
 
+@register_method("multistage")
 class MultiStage(ContrastiveMethod):
     """InfoNCE plus ``1/τ`` times the multi-stage alignment (eq. 13): each view pulled
     towards the mean of the other view and the node's stored mean views of the previous
     step (training steps are the stages, after a warm-up of 20)."""
 
-    name = "multistage"
     takes_keys = True
     minibatch = False
     per_node_state = True
@@ -179,12 +176,12 @@ class MultiStage(ContrastiveMethod):
         return loss + pull / self.temperature
 
 
+@register_method("knn")
 class KNearest(ContrastiveMethod):
     """InfoNCE on the pair graph plus, across views, each node's ``k = 5`` nearest
     neighbours by cosine similarity of the mean encoder output (feature-space positives
     from :func:`~cl2gnn.graphs.knn_graph`)."""
 
-    name = "knn"
     takes_keys = True
     k = 5
     min_batch_size = k + 1  # the k neighbours of a seed among the batch's other seeds
@@ -203,13 +200,13 @@ class KNearest(ContrastiveMethod):
         )
 
 
+@register_method("neighbors")
 class Neighbors(ContrastiveMethod):
     """InfoNCE on an augmentation graph that links each node's view to its own other view
     (weight 1) and to the other view of its graph neighbours (weight ``neighbor_weight``):
     the input graph is part of the augmentation graph, as in Local-GCL (Zhang et al., 2022)
     and HomoGCL (Li et al., KDD 2023)."""
 
-    name = "neighbors"
     takes_keys = True
     minibatch = False
     reads_graph = True
@@ -240,13 +237,12 @@ class Neighbors(ContrastiveMethod):
         )
 
 
+@register_method("homophily")
 class Homophily(Neighbors):
     """:class:`Neighbors` keeping only the edges whose ends fall in the same cluster of a
     spherical k-means (``clusters`` centroids) of this step's encoder outputs: HomoGCL's
     saliency (Li et al., KDD 2023) in its hard limit, which stops pulling together
     neighbours that the embedding already separates."""
-
-    name = "homophily"
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)

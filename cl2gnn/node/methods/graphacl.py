@@ -9,7 +9,7 @@ from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, s
 
 from ...losses import GraphACLLoss
 from ..config import NodeConfig
-from .base import NodeMethod, ViewBatch
+from .base import NodeMethod, ViewBatch, register_method
 from .target import TargetEncoder, predictor
 
 
@@ -36,6 +36,7 @@ def sample_neighbours(edge_index: Tensor, num_nodes: int, samples: int) -> Tenso
     return torch.stack([source[chosen], target[chosen]])
 
 
+@register_method("graphacl")
 class GraphACL(NodeMethod):
     r"""GraphACL (Xiao et al., *Simple and Asymmetric Graph Contrastive Learning without
     Augmentations*, NeurIPS 2023): a predictor on a node's online embedding is aligned,
@@ -56,7 +57,6 @@ class GraphACL(NodeMethod):
     graph. Mini-batches: the neighbours are a batch's sampled ones, the negatives its seeds.
     """
 
-    name = "graphacl"
     reads_graph = True
 
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
