@@ -39,12 +39,16 @@ import torch
 import torch.nn.functional as F
 from _results import RESULTS_DIR, save_table  # benchmarks/_results.py
 from torch_geometric.nn import DiffGroupNorm, GCNConv, PairNorm
+from torch_geometric.utils import to_torch_csr_tensor
 
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.nn import AlignConv, ContrastiveNorm
 
 VARIANTS = ("none", "batchnorm", "pairnorm", "diffgroupnorm", "contrastive", "contrastive-residual")
 CELLS = RESULTS_DIR / "cells" / "depth.json"  # a subfolder: the page reads results/*.json
+# the issue's bar: ContrastiveNorm at least as accurate as these at these depths
+RIVALS = ("pairnorm", "batchnorm")
+DONE_WHEN = [(g, d) for g in ("Cora", "chameleon") for d in (16, 32)]
 FIGURE = Path(__file__).resolve().parents[1] / "docs" / "gallery" / "depth.png"
 
 
@@ -87,13 +91,15 @@ class DeepGCN(torch.nn.Module):
         self.residual = variant.endswith("residual")
         self.dropout = dropout
 
-    def forward(self, x, edge_index):
-        """``(logits, last hidden layer)``."""
+    def forward(self, x, adj_t, edge_index):
+        """``(logits, last hidden layer)``; the convolutions read the transposed sparse
+        adjacency ``adj_t`` (the same operator as ``edge_index``, a sparse product instead
+        of a scatter: 2-3 times faster on CPU), the contrastive normalisation ``edge_index``."""
         for i, (conv, norm) in enumerate(zip(self.convs[:-1], self.norms, strict=True)):
-            h = conv(F.dropout(x, self.dropout, self.training), edge_index)
+            h = conv(F.dropout(x, self.dropout, self.training), adj_t)
             h = F.relu(norm(h, edge_index))
             x = x + h if self.residual and i > 0 else h
-        return self.convs[-1](F.dropout(x, self.dropout, self.training), edge_index), x
+        return self.convs[-1](F.dropout(x, self.dropout, self.training), adj_t), x
 
 
 def effective_rank(h: torch.Tensor) -> float:
@@ -119,18 +125,20 @@ def run_cell(data, variant, depth, seed, args) -> dict:
     model = DeepGCN(
         variant, depth, data.num_features, args.hidden, classes, args.dropout, args.step, args.keys
     )
+    n = data.num_nodes
+    adj_t = to_torch_csr_tensor(data.edge_index.flip(0), size=(n, n))
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     best, best_state, since, epochs = -1.0, None, 0, 0
     start = time.perf_counter()
     for epoch in range(args.epochs):
         model.train()
         opt.zero_grad()
-        logits, _ = model(data.x, data.edge_index)
+        logits, _ = model(data.x, adj_t, data.edge_index)
         F.cross_entropy(logits[train], data.y[train]).backward()
         opt.step()
         model.eval()
         with torch.no_grad():
-            pred = model(data.x, data.edge_index)[0].argmax(1)
+            pred = model(data.x, adj_t, data.edge_index)[0].argmax(1)
         val_acc = float((pred[val] == data.y[val]).float().mean())
         epochs = epoch + 1
         if val_acc > best:
@@ -143,7 +151,7 @@ def run_cell(data, variant, depth, seed, args) -> dict:
     model.load_state_dict(best_state)
     model.eval()
     with torch.no_grad():
-        logits, hidden = model(data.x, data.edge_index)
+        logits, hidden = model(data.x, adj_t, data.edge_index)
     pred = logits.argmax(1)
     return {
         "graph": data.name,
@@ -211,6 +219,7 @@ def table(args) -> None:
             counts.get(json.dumps(c["settings"], sort_keys=True), 0) + 1
         )
     chosen = max(counts, key=counts.get)
+    tried = other_settings(cells, json.loads(chosen))
     cells = [c for c in cells if json.dumps(c["settings"], sort_keys=True) == chosen]
     # a seed counts at a (graph, depth) only once every variant has run it: equal seeds
     ran: dict = {}
@@ -243,6 +252,11 @@ def table(args) -> None:
         seeds = sorted({c["seed"] for c in cells if c["graph"] == graph})
         baselines.append(f"{graph} {mean_std([majority(graph, s) for s in seeds], 100)}")
     draw(groups)
+    verdicts = [
+        verdict(groups, graph, depth)
+        for graph, depth in DONE_WHEN
+        if groups_at(groups, graph, depth)
+    ]
     save_table(
         "depth",
         "Node classification",
@@ -263,11 +277,45 @@ def table(args) -> None:
             "validation epoch, training stopped after `patience` epochs without a better "
             "one. Trivial baseline, the training split's majority class on the test nodes: "
             + "; ".join(baselines)
+            + ". At least as accurate as PairNorm and BatchNorm (mean test accuracy, same "
+            "seeds)? "
+            + "; ".join(verdicts)
             + ". "
+            + (f"Other settings tried (not in the rows): {'; '.join(tried)}. " if tried else "")
             + args.notes
         ),
         command=args.command,
     )
+
+
+def other_settings(cells: list[dict], chosen: dict) -> list[str]:
+    """Test accuracy of the cells run with other settings than the table's, by what differs."""
+    tried: dict = {}
+    for c in cells:
+        changed = ", ".join(f"{k} {v}" for k, v in c["settings"].items() if chosen.get(k) != v)
+        if changed:
+            tried.setdefault((c["graph"], c["depth"], c["variant"], changed), []).append(c["test"])
+    return [
+        f"{graph} {depth} {variant} with {changed}: {mean_std(tests, 100)} ({len(tests)} seeds)"
+        for (graph, depth, variant, changed), tests in sorted(tried.items())
+    ]
+
+
+def groups_at(groups: dict, graph: str, depth: int) -> bool:
+    return all((graph, depth, v) in groups for v in ("contrastive", *RIVALS))
+
+
+def verdict(groups: dict, graph: str, depth: int) -> str:
+    """Whether ``contrastive``'s mean test accuracy at (graph, depth) is at least each
+    rival's, with the numbers."""
+
+    def mean(variant: str) -> float:
+        return statistics.mean(c["test"] for c in groups[(graph, depth, variant)]) * 100
+
+    ours = mean("contrastive")
+    rivals = ", ".join(f"{v} {mean(v):.1f}" for v in RIVALS)
+    met = all(ours >= mean(v) - 1e-4 for v in RIVALS)  # float32 ratios: equal counts tie
+    return f"{graph} {depth}: {'met' if met else 'not met'} ({ours:.1f} against {rivals})"
 
 
 def majority(graph: str, seed: int) -> float:
