@@ -14,7 +14,14 @@ def test_verify_passes_and_writes_json(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "PASS" in text and "AlignConv" in text
     checks = json.loads(out.read_text())["checks"]
-    assert len(checks) == 12 and max(checks.values()) < 1e-10
+    from cl2gnn.nn import OPERATORS  # every registered operator, and Prop. 1 and eq. 12
+
+    assert {name.split("(")[0] for name in checks} == {
+        *OPERATORS,
+        "eq. 12 self-attention",
+        "Prop. 1 InfoNCE decomposition",
+    }
+    assert max(checks.values()) < 1e-10
 
 
 def test_verify_fails_when_tolerance_is_impossible(capsys):
