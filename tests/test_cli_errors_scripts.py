@@ -134,7 +134,7 @@ CONFIG_ERRORS = [
         '[{"method": "grace", "hidden": 0}]',
         "entry 1: NodeConfig.hidden must be an integer >= 1, got 0",
     ),
-    ('[{"method": "grace"}, {"method": "nope"}]', "entry 2: method must be one of grace,"),
+    ('[{"method": "grace"}, {"method": "nope"}]', "entry 2: method must be one of attention, bgrl,"),
     ('[{"method": "grace"}, {"hidden": 8}]', "entry 2: method must be one of"),
     ('[{"method": "grace", "hiden": 256}]', "entry 1: NodeConfig has no field 'hiden'"),
     (
