@@ -18,6 +18,8 @@ METHODS = (
     "bgrl",
     "cca_ssg",
     "graphacl",
+    "gbt",
+    "dgi",
 )
 # cl2gnn node's --method: a registered method, or "auto" (chosen on the graph's own validation
 # nodes among cl2gnn.node.config.CANDIDATES), the default

@@ -30,6 +30,8 @@ from .contrastive import (
     RandomWalk,
     Spectral,
 )
+from .dgi import DeepGraphInfomax
+from .gbt import GraphBarlowTwins
 from .graphacl import GraphACL
 
 REGISTRY: dict[str, type[NodeMethod]] = {
@@ -47,6 +49,8 @@ REGISTRY: dict[str, type[NodeMethod]] = {
         BGRL,
         CCASSG,
         GraphACL,
+        GraphBarlowTwins,
+        DeepGraphInfomax,
     )
 }
 
