@@ -3,7 +3,7 @@ result (``--json``) and, where it ran here, its authors' code's, against the pub
 number (or, for a method without one, its authors' code run here).
 
     python -m cl2gnn node --dataset Cora --method dgi --protocol public --seeds 10 \\
-        --baselines --json runs/zoo/dgi.json
+        --baselines --json runs/zoo/dgi.json     # or one seed a run: dgi_seed<k>.json
     python benchmarks/node_zoo.py --runs runs/zoo --authors runs/zoo/authors.json \\
         --name node_zoo_a                             # -> results/node_zoo_a.json
 
@@ -41,6 +41,26 @@ def verdict(score: float, std: float, anchor: float | None) -> str:
     return "met" if gap >= -max(1.0, std) else f"not met ({gap:+.2f})"
 
 
+def merged(runs: Path, method: str) -> dict:
+    """``<method>.json``, or the seeds run apart (``<method>_seed<k>.json``) as one result:
+    every seed's score, the mean time per epoch, the baselines' scores pooled."""
+    parts = [json.loads(p.read_text()) for p in sorted(runs.glob(f"{method}_seed*.json"))]
+    if not parts:
+        return json.loads((runs / f"{method}.json").read_text())
+    scores = [v for part in parts for v in part["scores"]]
+    result = {
+        "scores": scores,
+        "seeds": [seed for part in parts for seed in part["seeds"]],
+        "epoch_ms": statistics.fmean(part["epoch_ms"] for part in parts),
+        "baselines": {},
+    }
+    result["score_mean"], result["score_std"] = mean_std(scores)
+    for name in parts[0].get("baselines", {}):
+        pooled = [v for part in parts for v in part["baselines"][name]["scores"]]
+        result["baselines"][name] = {"score_mean": statistics.fmean(pooled)}
+    return result
+
+
 def row(method: str, result: dict, authors: dict) -> list:
     score, std = result["score_mean"], result["score_std"]
     anchor, source = ANCHORS[method]
@@ -63,7 +83,6 @@ def row(method: str, result: dict, authors: dict) -> list:
         len(result["seeds"]),
         here,
         verdict(score, std, anchor),
-        round(result["epoch_ms"], 1),
         "—" if raw is None else round(raw, 2),
         "—" if untrained is None else round(untrained, 2),
     ]
@@ -78,10 +97,7 @@ def main() -> None:
     parser.add_argument("--notes", default="")
     args = parser.parse_args()
     authors = json.loads(args.authors.read_text()) if args.authors else {}
-    rows = [
-        row(method, json.loads((args.runs / f"{method}.json").read_text()), authors)
-        for method in args.methods
-    ]
+    rows = [row(method, merged(args.runs, method), authors) for method in args.methods]
     for r in rows:
         print(" | ".join(map(str, r)))
     path = save_table(
@@ -96,7 +112,6 @@ def main() -> None:
             "seeds",
             "authors' code here",
             "target",
-            "ms/epoch",
             "raw features",
             "untrained encoder",
         ],
