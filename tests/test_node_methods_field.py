@@ -23,7 +23,7 @@ from cl2gnn.node.methods.target import TargetEncoder
 from cl2gnn.node.models import GraphEncoder
 
 f64 = torch.float64
-FIELD = ("bgrl", "cca_ssg", "graphacl")
+FIELD = ("bgrl", "cca_ssg", "graphacl", "gbt", "dgi")
 
 
 def dot(a, b):

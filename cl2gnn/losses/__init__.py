@@ -11,10 +11,12 @@ view batches (or of features with an augmentation graph) registers itself in
 from .._registry import PAIR_LOSSES
 from .alignment_uniformity import AlignmentUniformityLoss, alignment, uniformity
 from .attention_infonce import AttentionInfoNCELoss, attention_info_nce
+from .barlow_twins import BarlowTwinsLoss, barlow_twins_loss
 from .bootstrap import BootstrapLoss, bootstrap_loss
 from .cca_ssg import CCASSGLoss, cca_ssg_loss
 from .generalized_ntxent import GeneralizedNTXentLoss, generalized_nt_xent
 from .graphacl import GraphACLLoss, graphacl_loss
+from .infomax import DeepGraphInfomaxLoss, deep_graph_infomax
 from .infonce import InfoNCELoss, info_nce
 from .kernel import KernelInfoNCELoss, kernel_info_nce, log_kernel
 from .multistage import (
@@ -30,8 +32,10 @@ __all__ = [
     "PAIR_LOSSES",
     "AlignmentUniformityLoss",
     "AttentionInfoNCELoss",
+    "BarlowTwinsLoss",
     "BootstrapLoss",
     "CCASSGLoss",
+    "DeepGraphInfomaxLoss",
     "GeneralizedNTXentLoss",
     "GraphACLLoss",
     "InfoNCELoss",
@@ -42,8 +46,10 @@ __all__ = [
     "SpectralContrastiveLoss",
     "alignment",
     "attention_info_nce",
+    "barlow_twins_loss",
     "bootstrap_loss",
     "cca_ssg_loss",
+    "deep_graph_infomax",
     "generalized_nt_xent",
     "graphacl_loss",
     "info_nce",

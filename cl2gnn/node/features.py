@@ -55,6 +55,19 @@ class SparseFeatures:
         dense = self.index.to_dense(self.values)
         return dense if self.column_mask is None else dense * self.column_mask
 
+    def rows(self, order: Tensor) -> SparseFeatures:
+        """The matrix whose row ``i`` is row ``order[i]`` of this one (``order`` a
+        permutation of the rows), the column mask kept."""
+        position = torch.empty_like(order)
+        position[order] = torch.arange(order.numel(), device=order.device)
+        node, feature = self.index
+        node = position[node]
+        sort = torch.argsort(node, stable=True)
+        index = EdgeIndex(
+            torch.stack([node[sort], feature[sort]]), sparse_size=self.shape, sort_order="row"
+        )
+        return replace(self, index=index, values=self.values[sort])
+
 
 @dataclass(frozen=True)
 class ColumnMasked:
@@ -74,6 +87,18 @@ class ColumnMasked:
 
     def to_dense(self) -> Tensor:
         return self.x * self.column_mask
+
+
+def shuffle_rows(
+    x: Tensor | SparseFeatures | ColumnMasked,
+) -> Tensor | SparseFeatures | ColumnMasked:
+    """``x`` (in any of the encoder's forms) with its rows in a random order (torch's global
+    generator), a column mask kept."""
+    if isinstance(x, SparseFeatures):
+        return x.rows(torch.randperm(x.size(0), device=x.values.device))
+    dense = x.x if isinstance(x, ColumnMasked) else x
+    order = torch.randperm(dense.size(0), device=dense.device)
+    return replace(x, x=dense[order]) if isinstance(x, ColumnMasked) else dense[order]
 
 
 def is_sparse(x: Tensor) -> bool:
