@@ -14,6 +14,7 @@ from .generalized_ntxent import GeneralizedNTXentLoss, generalized_nt_xent
 from .graphacl import GraphACLLoss, graphacl_loss
 from .infonce import InfoNCELoss, info_nce
 from .kernel import KernelInfoNCELoss, kernel_info_nce, log_kernel
+from .local_global import LocalGlobalLoss, local_global_loss
 from .multistage import (
     MultiStageAlignmentLoss,
     MultiStageSimSiamLoss,
@@ -44,6 +45,7 @@ __all__ = [
     "GraphACLLoss",
     "InfoNCELoss",
     "KernelInfoNCELoss",
+    "LocalGlobalLoss",
     "MultiStageAlignmentLoss",
     "MultiStageSimSiamLoss",
     "RandomWalkLoss",
@@ -56,6 +58,7 @@ __all__ = [
     "graphacl_loss",
     "info_nce",
     "kernel_info_nce",
+    "local_global_loss",
     "log_kernel",
     "multi_stage_alignment",
     "multi_stage_simsiam",

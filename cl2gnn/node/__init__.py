@@ -21,6 +21,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ..datasets.nodes import load_node_dataset
+    from .adaptive_views import AdaptiveDropEdge, AdaptiveMaskFeatures
     from .config import DEFAULTS, NodeConfig
     from .defaults import default_config, default_method
     from .evaluate import adam_probe_scores, make_split, probe_accuracy, probe_score, probe_scores
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from .names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
     from .result import TrainResult, load_encoder
     from .train import train_node_model
-    from .views import DropEdge, MaskFeatures
+    from .views import Diffusion, DropEdge, MaskFeatures
 
 _EXPORTS = {
     "EMBEDDINGS": ".names",
@@ -66,6 +67,9 @@ _EXPORTS = {
     "ProjectionHead": ".models",
     "DropEdge": ".views",
     "MaskFeatures": ".views",
+    "Diffusion": ".views",
+    "AdaptiveDropEdge": ".adaptive_views",
+    "AdaptiveMaskFeatures": ".adaptive_views",
     "load_node_dataset": "..datasets.nodes",
 }
 __all__ = [
@@ -75,6 +79,9 @@ __all__ = [
     "METHODS",
     "PROTOCOLS",
     "REGISTRY",
+    "AdaptiveDropEdge",
+    "AdaptiveMaskFeatures",
+    "Diffusion",
     "DropEdge",
     "EncoderInput",
     "FullBatchTrainer",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 from .._torchrun import MODES
-from .names import ACTIVATIONS, EMBEDDINGS, ENCODERS
+from .names import ACTIVATIONS, CENTRALITIES, EMBEDDINGS, ENCODERS
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ class NodeConfig:
     of decay ``ema_decay`` (raised to 1 along a cosine with ``ema_cosine``): ``bgrl``,
     ``graphacl``. ``decorrelation``: the weight of CCA-SSG's decorrelation term;
     ``num_samples``: GraphACL's neighbours and negatives drawn per node and step (``None``:
-    all of them).
+    all of them). ``centrality``: what GCA's adaptive views read a node's importance off
+    (``"degree"``, ``"pagerank"``, ``"eigenvector"``); ``diffusion_k``: the in-edges per
+    node kept of MVGRL's diffusion.
 
     Learning rate: a linear warm-up over ``lr_warmup`` epochs, then constant or, with
     ``lr_cosine``, a cosine decay to zero at the last epoch.
@@ -87,6 +89,8 @@ class NodeConfig:
     num_samples: int | None = 5
     lr_warmup: int = 0
     lr_cosine: bool = False
+    centrality: str = "degree"
+    diffusion_k: int = 128
 
     def __post_init__(self) -> None:
         for name in FIELDS:
@@ -216,6 +220,8 @@ FIELDS: dict[str, Callable[[object], object]] = {
     "num_samples": _integer(1, optional=True),
     "lr_warmup": _integer(0),
     "lr_cosine": _boolean,
+    "centrality": _one_of(CENTRALITIES),
+    "diffusion_k": _integer(1),
 }
 
 
@@ -393,7 +399,19 @@ GRAPHACL = NodeConfig(  # the heterophilous graphs' code: a linear encoder, samp
     num_samples=5,
     normalize_features=True,
 )
-METHOD_DEFAULTS = {"bgrl": BGRL, "cca_ssg": CCA_SSG, "graphacl": GRAPHACL}
+MVGRL = NodeConfig(  # the authors' Cora code: one GCN layer per view, PReLU, no weight decay
+    learning_rate=1e-3,
+    hidden=512,
+    layers=1,
+    activation="prelu",
+    drop_edge=(0.0, 0.0),
+    drop_feature=(0.0, 0.0),
+    epochs=300,
+    weight_decay=0.0,
+    normalize_features=True,
+    diffusion_k=128,
+)
+METHOD_DEFAULTS = {"bgrl": BGRL, "cca_ssg": CCA_SSG, "graphacl": GRAPHACL, "mvgrl": MVGRL}
 PUBLISHED = {
     ("graphacl", "Cora"): replace(  # the authors' Cora code: every neighbour, every node
         GRAPHACL,

@@ -18,6 +18,8 @@ METHODS = (
     "bgrl",
     "cca_ssg",
     "graphacl",
+    "gca",
+    "mvgrl",
 )
 # cl2gnn node's --method: a registered method, or "auto" (chosen on the graph's own validation
 # nodes among cl2gnn.node.config.CANDIDATES), the default
@@ -32,3 +34,5 @@ ACTIVATIONS = ("relu", "prelu", "rrelu", "elu", "none")  # "none": a linear enco
 # what the probe reads: the last layer, both layers (jumping knowledge), or every layer with
 # the input features, each unit-normalised
 EMBEDDINGS = ("last", "concat", "layers")
+# what GCA's adaptive views read a node's importance off
+CENTRALITIES = ("degree", "pagerank", "eigenvector")

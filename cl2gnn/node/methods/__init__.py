@@ -30,7 +30,9 @@ from .contrastive import (
     RandomWalk,
     Spectral,
 )
+from .gca import GCA
 from .graphacl import GraphACL
+from .mvgrl import MVGRL
 
 REGISTRY: dict[str, type[NodeMethod]] = {
     cls.name: cls
@@ -47,6 +49,8 @@ REGISTRY: dict[str, type[NodeMethod]] = {
         BGRL,
         CCASSG,
         GraphACL,
+        GCA,
+        MVGRL,
     )
 }
 
