@@ -96,7 +96,7 @@ class Diffusion(BaseTransform):
 
     Args:
         alpha (float, optional): the teleport probability (default: ``0.2``, MVGRL's).
-        k (int, optional): the in-edges kept per node (default: ``128``).
+        k (int, optional): the in-edges kept per node (default: ``128``, PyG's GDC example).
         eps (float, optional): the threshold instead of ``k`` (default: ``None``).
     """
 
