@@ -184,9 +184,14 @@ def test_gca_trains_on_the_adaptive_views_of_its_configuration():
     method = make_method("gca", config, dim=8, num_nodes=NUM_NODES)
     views = method.default_views(config)
     steps = [view.transforms for view in views]
-    assert [(e.p, f.p) for e, f in steps] == [(0.2, 0.3), (0.4, 0.1)]
+    assert [(e.p, f.p) for f, e in steps] == [(0.2, 0.3), (0.4, 0.1)]
     assert all(step.centrality == "eigenvector" and step.p_max == 0.7 for s in steps for step in s)
-    assert isinstance(steps[0][0], AdaptiveDropEdge)
-    assert isinstance(steps[0][1], AdaptiveMaskFeatures)
+    assert isinstance(steps[0][0], AdaptiveMaskFeatures)
+    assert isinstance(steps[0][1], AdaptiveDropEdge)
+    # the feature importances are the whole graph's, not those of a view's dropped edges
+    mask = steps[0][0]
+    views[0](Data(x=X, edge_index=edge_index()))
+    expected = torch.tensor(brute_feature_probabilities("eigenvector"), dtype=torch.float32)
+    assert torch.allclose(mask._cache[1], expected, atol=1e-6)
     with pytest.raises(ValueError, match="mini-batch"):
         make_method("gca", config.with_overrides(batch_size=8), dim=8, num_nodes=NUM_NODES)

@@ -34,11 +34,12 @@ class GCA(Grace):
     def default_views(
         self, config: NodeConfig, generator: torch.Generator | None = None
     ) -> tuple[View, View]:
+        # the features first: their importance is read off the whole graph, not the dropped one
         return tuple(
             Compose(
                 [
-                    AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, config.centrality),
                     AdaptiveMaskFeatures(config.drop_feature[v], CUT_OFF, config.centrality),
+                    AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, config.centrality),
                 ]
             )
             for v in (0, 1)
