@@ -141,6 +141,8 @@ class AdaptiveDropEdge(_Adaptive):
             (default: ``"degree"``).
     """
 
+    edges_only = True  # the features pass untouched (augment_with_column_mask)
+
     def probability(self, edge_index: Tensor, num_nodes: int) -> Tensor:
         """Each edge's probability of being dropped ``[E]``."""
         return self._cached(
@@ -182,8 +184,11 @@ class AdaptiveMaskFeatures(_Adaptive):
             lambda: feature_mask_probability(x, edge_index, self.p, self.p_max, self.centrality),
         )
 
-    def forward(self, data: Data) -> Data:
+    def columns_kept(self, data: Data) -> Tensor:
+        """The columns of ``data.x`` this call keeps (booleans ``[F]``)."""
         probability = self.probability(data.x, data.edge_index).to(data.x.device)
-        keep = torch.rand_like(probability) >= probability
-        data.x = data.x * keep.to(data.x.dtype)
+        return torch.rand_like(probability) >= probability
+
+    def forward(self, data: Data) -> Data:
+        data.x = data.x * self.columns_kept(data).to(data.x.dtype)
         return data

@@ -35,6 +35,8 @@ class DropEdge(BaseTransform):
         p (float): the probability of dropping an edge.
     """
 
+    edges_only = True  # the features pass untouched (augment_with_column_mask)
+
     def __init__(self, p: float) -> None:
         self.p = _probability(p, "p")
 
@@ -73,8 +75,12 @@ class MaskFeatures(BaseTransform):
             return None
         return torch.rand(num_features, device=device) >= self.p
 
+    def columns_kept(self, data: Data) -> Tensor | None:
+        """The columns of ``data.x`` this call keeps (:meth:`keep`)."""
+        return self.keep(data.x.size(1), data.x.device)
+
     def forward(self, data: Data) -> Data:
-        keep = self.keep(data.x.size(1), data.x.device)
+        keep = self.columns_kept(data)
         if keep is not None:
             data.x = data.x * keep.to(data.x.dtype)
         return data
@@ -194,20 +200,25 @@ def _steps(view: View) -> list[View]:
     return [s for t in view.transforms for s in _steps(t)] if isinstance(view, Compose) else [view]
 
 
+def _masks_columns(step: View) -> bool:
+    return callable(getattr(step, "columns_kept", None))
+
+
 def augment_with_column_mask(view: View, data: Data) -> tuple[Data, Tensor | None]:
-    """``view(data)`` with, where the view is :class:`DropEdge` and :class:`MaskFeatures`
-    alone, the feature columns kept returned apart (``None``: all) and ``data.x`` left as it
-    is, for an encoder that masks its weight instead; any other view is applied as it is
-    (``None``: its mask, if any, is in ``x``)."""
+    """``view(data)`` with, where the view is made of steps that change the edges alone
+    (``edges_only``: :class:`DropEdge`) and of whole-column feature masks
+    (``columns_kept(data)``: :class:`MaskFeatures`), the feature columns kept returned apart
+    (``None``: all) and ``data.x`` left as it is, for an encoder that masks its weight
+    instead; any other view is applied as it is (``None``: its mask, if any, is in ``x``)."""
     steps = _steps(view)
-    if not all(isinstance(step, DropEdge | MaskFeatures) for step in steps):
+    if not all(getattr(step, "edges_only", False) or _masks_columns(step) for step in steps):
         return view(data), None
     keep, data = None, copy.copy(data)  # as BaseTransform's call: its tensors not written
     for step in steps:
-        if isinstance(step, DropEdge):
+        if not _masks_columns(step):
             data = step.forward(data)
         else:
-            mask = step.keep(data.num_features, data.x.device)
+            mask = step.columns_kept(data)
             if mask is not None:
                 keep = mask if keep is None else keep & mask
     return data, keep
