@@ -1,11 +1,14 @@
 """GCA and MVGRL on Cora against their anchors: MVGRL's published reproduction, and for GCA
 (no Cora figure published) its authors' code run here on the same splits and probe.
 
-    python -m cl2gnn node --dataset Cora --method gca --baselines --json runs/zoo_b/gca.json
-    python -m cl2gnn node --dataset Cora --method mvgrl --protocol public --baselines \\
-        --json runs/zoo_b/mvgrl.json
+    python -m cl2gnn node --dataset Cora --method gca --seeds 5 --baselines \\
+        --json runs/zoo_b/gca.json
+    python -m cl2gnn node --dataset Cora --method mvgrl --protocol public --seeds 5 \\
+        --baselines --json runs/zoo_b/mvgrl.json
     python benchmarks/node_zoo_b.py runs/zoo_b/gca.json runs/zoo_b/mvgrl.json \\
         --authors runs/zoo_b/authors.json                 # -> results/node_zoo_b.json
+
+(``--not-measured METHOD=WHY`` in place of a result file: a row that says why there is none.)
 
 ``--authors``: a JSON of ``{"<method>": {"<protocol>": {"mean": …, "std": …, "runs": […]},
 "code": "<repository>@<commit>", "notes": …}}`` for the authors' code run here, or
@@ -70,11 +73,44 @@ def rows(ours: list[dict], authors: dict) -> list[list]:
     return table
 
 
+def missing_rows(entries: list[str], authors: dict) -> list[list]:
+    """A row per ``METHOD=WHY`` of a method measured on Cora by no ``cl2gnn node`` run."""
+    table = []
+    for entry in entries:
+        method, _, why = entry.partition("=")
+        anchor, source = PUBLISHED.get(method, (None, "none"))
+        code = authors.get(method, {})
+        code_cell = f"not run: {code.get('not run', 'no result')}"
+        table.append(
+            [
+                method,
+                "Cora",
+                "—",
+                anchor,
+                source,
+                f"not measured: {why}",
+                0,
+                None,
+                code_cell,
+                None,
+                "—",
+            ]
+        )
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="+", type=Path, help="cl2gnn node --json outputs")
+    parser.add_argument("results", nargs="*", type=Path, help="cl2gnn node --json outputs")
     parser.add_argument("--authors", type=Path, help="the authors' code's scores here")
     parser.add_argument("--notes", default="", help="appended to the table's notes")
+    parser.add_argument(
+        "--not-measured",
+        nargs="*",
+        default=[],
+        metavar="METHOD=WHY",
+        help="a method of the table without a cl2gnn node result here, and why",
+    )
     args = parser.parse_args()
     ours = []
     for path in args.results:
@@ -107,10 +143,10 @@ def main() -> None:
             "best baseline",
             "target",
         ],
-        rows(ours, authors),
+        rows(ours, authors) + missing_rows(args.not_measured, authors),
         notes=" ".join(n for n in notes if n),
     )
-    for row in rows(ours, authors):
+    for row in rows(ours, authors) + missing_rows(args.not_measured, authors):
         print(row)
 
 
