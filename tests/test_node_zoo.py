@@ -1,5 +1,6 @@
-"""Graph Barlow Twins and Deep Graph Infomax: each loss, by value and gradient, against a
-float64 loop over its formula written here without cl2gnn's code; and what each method
+"""Graph Barlow Twins and Deep Graph Infomax: each loss (DGI's the local-global loss against
+the nodes' own summary), by value and gradient, against a float64 loop over its formula
+written here without cl2gnn's code; and what each method
 feeds its loss (both views; a view and its row-shuffled corruption)."""
 
 import math
@@ -9,9 +10,9 @@ import torch
 
 from cl2gnn.losses import (
     BarlowTwinsLoss,
-    DeepGraphInfomaxLoss,
+    LocalGlobalLoss,
     barlow_twins_loss,
-    deep_graph_infomax,
+    local_global_loss,
 )
 from cl2gnn.node import EncoderInput, NodeConfig, ViewBatch, make_method
 from cl2gnn.node.features import ColumnMasked, SparseFeatures, shuffle_rows
@@ -82,7 +83,13 @@ def test_barlow_twins_loss_equals_reference(lam):
     assert_close(got, value_and_grads(lambda a, b: barlow_twins_reference(a, b, lam), h1, h2))
 
 
+def deep_graph_infomax(h, corrupted, weight, bias):
+    """DGI's loss through the local-global loss: the nodes against their own summary."""
+    return local_global_loss(h, corrupted, torch.sigmoid(h.mean(0)), weight, bias)
+
+
 def test_deep_graph_infomax_equals_reference():
+    # the gradient reaches h through the summary too
     h, corrupted = randn(6, 3, seed=3), randn(6, 3, seed=4)
     weight, bias = randn(3, 3, seed=5), randn((), seed=6)
     got = value_and_grads(deep_graph_infomax, h, corrupted, weight, bias)
@@ -108,17 +115,19 @@ def test_the_losses_are_modules_equal_to_their_functional_forms():
         loss(h1, h2)
     with pytest.raises(ValueError, match="at least 2"):
         barlow_twins_loss(h1[:1], h2[:1])
-    module = DeepGraphInfomaxLoss(4).double()
+    module = LocalGlobalLoss(4).double()
+    weight, bias = module.weight, module.bias
     with torch.no_grad():
-        module.bias.fill_(0.25)
-    expected = deep_graph_infomax(h1, h2, module.weight, module.bias)
-    assert torch.equal(module(h1, h2), expected)
+        bias.fill_(0.25)
+    summary = torch.sigmoid(h1.mean(0))
+    expected = local_global_loss(h1, h2, summary, weight, bias)
+    assert torch.equal(module(h1, h2, summary), expected)
     bound = math.sqrt(6 / (4 * 4 + 4))  # nn.Bilinear's Xavier bound, the authors' init
-    assert module.weight.abs().max() <= bound
+    assert weight.abs().max() <= bound
     with pytest.raises(ValueError, match="weight must have shape"):
-        deep_graph_infomax(h1, h2, module.weight[:3])
+        local_global_loss(h1, h2, summary, weight[:3], bias)
     with pytest.raises(ValueError, match="dim"):
-        DeepGraphInfomaxLoss(0)
+        LocalGlobalLoss(0)
 
 
 @pytest.mark.parametrize("form", ["dense", "column mask", "sparse"])
@@ -177,22 +186,23 @@ def test_dgi_scores_the_first_view_against_its_row_shuffled_features():
     config = NodeConfig(hidden=4, layers=1, activation="prelu")
     encoder, batch = small_batch(config)
     method = make_method("dgi", config, dim=4, num_nodes=6, encoder=encoder)
+    weight, bias = method.loss.weight, method.loss.bias
     with torch.no_grad():
-        method.loss.bias.fill_(0.1)
+        bias.fill_(0.1)
     torch.manual_seed(2)
     loss = method(encoder, batch)
     view = batch.views[0]
     torch.manual_seed(2)
     order = torch.randperm(6)
     corrupted = EncoderInput(view.x[order], view.graph, prepared=True)
-    weight, bias = method.loss.weight, method.loss.bias
     expected = deep_graph_infomax(view(encoder), corrupted(encoder), weight, bias)
     assert torch.allclose(loss, expected, atol=1e-6)
     # the second view is not DGI's: its loss on it differs
     other = deep_graph_infomax(batch.views[1](encoder), corrupted(encoder), weight, bias)
     assert not torch.allclose(loss, other, atol=1e-4)
     # the discriminator trains with the encoder
-    assert {"loss.weight", "loss.bias"} <= {n for n, _ in method.named_parameters()}
+    trained = {n for n, _ in method.named_parameters()}
+    assert {"loss.weight", "loss.bias"} <= trained
 
 
 def test_dgi_is_refused_under_a_process_group_and_gbt_is_not():

@@ -16,9 +16,9 @@ from .bootstrap import BootstrapLoss, bootstrap_loss
 from .cca_ssg import CCASSGLoss, cca_ssg_loss
 from .generalized_ntxent import GeneralizedNTXentLoss, generalized_nt_xent
 from .graphacl import GraphACLLoss, graphacl_loss
-from .infomax import DeepGraphInfomaxLoss, deep_graph_infomax
 from .infonce import InfoNCELoss, info_nce
 from .kernel import KernelInfoNCELoss, kernel_info_nce, log_kernel
+from .local_global import LocalGlobalLoss, local_global_loss
 from .multistage import (
     MultiStageAlignmentLoss,
     MultiStageSimSiamLoss,
@@ -35,11 +35,11 @@ __all__ = [
     "BarlowTwinsLoss",
     "BootstrapLoss",
     "CCASSGLoss",
-    "DeepGraphInfomaxLoss",
     "GeneralizedNTXentLoss",
     "GraphACLLoss",
     "InfoNCELoss",
     "KernelInfoNCELoss",
+    "LocalGlobalLoss",
     "MultiStageAlignmentLoss",
     "MultiStageSimSiamLoss",
     "RandomWalkLoss",
@@ -49,11 +49,11 @@ __all__ = [
     "barlow_twins_loss",
     "bootstrap_loss",
     "cca_ssg_loss",
-    "deep_graph_infomax",
     "generalized_nt_xent",
     "graphacl_loss",
     "info_nce",
     "kernel_info_nce",
+    "local_global_loss",
     "log_kernel",
     "multi_stage_alignment",
     "multi_stage_simsiam",

@@ -89,16 +89,27 @@ class ColumnMasked:
         return self.x * self.column_mask
 
 
+def permute_rows(
+    x: Tensor | SparseFeatures | ColumnMasked, order: Tensor
+) -> Tensor | SparseFeatures | ColumnMasked:
+    """``x`` (in any of the encoder's forms) whose row ``i`` is row ``order[i]`` (``order`` a
+    permutation of the rows), a column mask kept; sparse features stay sparse."""
+    if isinstance(x, SparseFeatures):
+        return x.rows(order)
+    if isinstance(x, ColumnMasked):
+        return replace(x, x=x.x[order])
+    return x[order]
+
+
 def shuffle_rows(
     x: Tensor | SparseFeatures | ColumnMasked,
 ) -> Tensor | SparseFeatures | ColumnMasked:
-    """``x`` (in any of the encoder's forms) with its rows in a random order (torch's global
-    generator), a column mask kept."""
+    """``x`` with its rows in a random order (torch's global generator): DGI's corruption."""
     if isinstance(x, SparseFeatures):
-        return x.rows(torch.randperm(x.size(0), device=x.values.device))
-    dense = x.x if isinstance(x, ColumnMasked) else x
-    order = torch.randperm(dense.size(0), device=dense.device)
-    return replace(x, x=dense[order]) if isinstance(x, ColumnMasked) else dense[order]
+        device = x.values.device
+    else:
+        device = (x.x if isinstance(x, ColumnMasked) else x).device
+    return permute_rows(x, torch.randperm(x.size(0), device=device))
 
 
 def is_sparse(x: Tensor) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
-from ...losses import DeepGraphInfomaxLoss
+from ...losses import LocalGlobalLoss
 from ..config import NodeConfig
 from ..features import shuffle_rows
 from .base import EncoderInput, NodeMethod, ViewBatch, register_method
@@ -26,7 +26,7 @@ class DeepGraphInfomax(NodeMethod):
     on the graph and on a corruption of it (its feature rows shuffled over the nodes, the
     edges kept), a summary :math:`s = \sigma(\operatorname{mean}_i h_i)` of the graph, and
     a bilinear discriminator trained with the encoder to score the graph's nodes against
-    :math:`s` above the corrupted ones (:class:`~cl2gnn.losses.DeepGraphInfomaxLoss`).
+    :math:`s` above the corrupted ones (:class:`~cl2gnn.losses.LocalGlobalLoss`).
 
     In the message-passing reading this is alignment of every node with one summary node:
     the star graph from every node to a virtual node holding :math:`s`, aligned under the
@@ -43,9 +43,10 @@ class DeepGraphInfomax(NodeMethod):
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
-        self.loss = DeepGraphInfomaxLoss(self.dim)
+        self.loss = LocalGlobalLoss(self.dim)
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         view = batch.views[0]
         seeds = batch.num_seeds
-        return self.loss(view(encoder)[:seeds], corrupt(view)(encoder)[:seeds])
+        h = view(encoder)[:seeds]
+        return self.loss(h, corrupt(view)(encoder)[:seeds], torch.sigmoid(h.mean(0)))
