@@ -80,7 +80,7 @@ def test_the_module_is_the_functional_form_with_its_discriminator():
         module(positive, negative, summary),
         local_global_loss(positive, negative, summary, weight, bias),
     )
-    assert torch.equal(bias, torch.zeros(1, dtype=f64))
+    assert torch.equal(bias, torch.zeros((), dtype=f64))
     assert torch.allclose(
         module(positive, negative, summary),
         local_global_reference(positive, negative, summary, weight, bias),
