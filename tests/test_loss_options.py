@@ -18,10 +18,15 @@ import cl2gnn.losses as losses
 from cl2gnn.nn import MultiStageMemory
 
 B, D = 8, 6
+# losses whose constructor sizes learned parameters (a discriminator's width): not options
+# read at each call
+SHAPED = {"LocalGlobalLoss"}
 LOSSES = {
     name: obj
     for name in losses.__all__
-    if isinstance(obj := getattr(losses, name), type) and issubclass(obj, torch.nn.Module)
+    if isinstance(obj := getattr(losses, name), type)
+    and issubclass(obj, torch.nn.Module)
+    and name not in SHAPED
 }
 OPTIONS = [
     (name, option)
@@ -88,6 +93,8 @@ CASES = {
     ("CCASSGLoss", "decorrelation"): Case(0.5, bad=-1.0),
     ("CCASSGLoss", "distributed"): Case("gather", bad="all", same_value=True),
     ("GraphACLLoss", "temperature"): Case(0.2, bad=0.0),
+    ("BarlowTwinsLoss", "off_diagonal"): Case(0.5, bad=-1.0),
+    ("BarlowTwinsLoss", "distributed"): Case("gather", bad="all", same_value=True),
 }
 MEMORY_LOSSES = {"MultiStageAlignmentLoss", "MultiStageSimSiamLoss"}
 

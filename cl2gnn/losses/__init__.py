@@ -11,12 +11,14 @@ view batches (or of features with an augmentation graph) registers itself in
 from .._registry import PAIR_LOSSES
 from .alignment_uniformity import AlignmentUniformityLoss, alignment, uniformity
 from .attention_infonce import AttentionInfoNCELoss, attention_info_nce
+from .barlow_twins import BarlowTwinsLoss, barlow_twins_loss
 from .bootstrap import BootstrapLoss, bootstrap_loss
 from .cca_ssg import CCASSGLoss, cca_ssg_loss
 from .generalized_ntxent import GeneralizedNTXentLoss, generalized_nt_xent
 from .graphacl import GraphACLLoss, graphacl_loss
 from .infonce import InfoNCELoss, info_nce
 from .kernel import KernelInfoNCELoss, kernel_info_nce, log_kernel
+from .local_global import LocalGlobalLoss, local_global_loss
 from .multistage import (
     MultiStageAlignmentLoss,
     MultiStageSimSiamLoss,
@@ -30,24 +32,28 @@ __all__ = [
     "PAIR_LOSSES",
     "AlignmentUniformityLoss",
     "AttentionInfoNCELoss",
+    "BarlowTwinsLoss",
     "BootstrapLoss",
     "CCASSGLoss",
     "GeneralizedNTXentLoss",
     "GraphACLLoss",
     "InfoNCELoss",
     "KernelInfoNCELoss",
+    "LocalGlobalLoss",
     "MultiStageAlignmentLoss",
     "MultiStageSimSiamLoss",
     "RandomWalkLoss",
     "SpectralContrastiveLoss",
     "alignment",
     "attention_info_nce",
+    "barlow_twins_loss",
     "bootstrap_loss",
     "cca_ssg_loss",
     "generalized_nt_xent",
     "graphacl_loss",
     "info_nce",
     "kernel_info_nce",
+    "local_global_loss",
     "log_kernel",
     "multi_stage_alignment",
     "multi_stage_simsiam",

@@ -22,6 +22,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the exports, read by lazy_exports
     from ..datasets.nodes import load_node_dataset
+    from .adaptive_views import AdaptiveDropEdge, AdaptiveMaskFeatures
     from .config import GRACE_PUBLISHED, NodeConfig
     from .defaults import default_config, default_method
     from .evaluate import adam_probe_scores, make_split, probe_score, probe_scores
@@ -34,6 +35,6 @@ if TYPE_CHECKING:  # the exports, read by lazy_exports
     from .names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
     from .result import TrainResult, load_encoder
     from .train import train_node_model
-    from .views import DropEdge, MaskFeatures
+    from .views import Diffusion, DropEdge, MaskFeatures
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, globals())

@@ -55,6 +55,19 @@ class SparseFeatures:
         dense = self.index.to_dense(self.values)
         return dense if self.column_mask is None else dense * self.column_mask
 
+    def rows(self, order: Tensor) -> SparseFeatures:
+        """The matrix whose row ``i`` is row ``order[i]`` of this one (``order`` a
+        permutation of the rows), the column mask kept."""
+        position = torch.empty_like(order)
+        position[order] = torch.arange(order.numel(), device=order.device)
+        node, feature = self.index
+        node = position[node]
+        sort = torch.argsort(node, stable=True)
+        index = EdgeIndex(
+            torch.stack([node[sort], feature[sort]]), sparse_size=self.shape, sort_order="row"
+        )
+        return replace(self, index=index, values=self.values[sort])
+
 
 @dataclass(frozen=True)
 class ColumnMasked:
@@ -74,6 +87,29 @@ class ColumnMasked:
 
     def to_dense(self) -> Tensor:
         return self.x * self.column_mask
+
+
+def permute_rows(
+    x: Tensor | SparseFeatures | ColumnMasked, order: Tensor
+) -> Tensor | SparseFeatures | ColumnMasked:
+    """``x`` (in any of the encoder's forms) whose row ``i`` is row ``order[i]`` (``order`` a
+    permutation of the rows), a column mask kept; sparse features stay sparse."""
+    if isinstance(x, SparseFeatures):
+        return x.rows(order)
+    if isinstance(x, ColumnMasked):
+        return replace(x, x=x.x[order])
+    return x[order]
+
+
+def shuffle_rows(
+    x: Tensor | SparseFeatures | ColumnMasked,
+) -> Tensor | SparseFeatures | ColumnMasked:
+    """``x`` with its rows in a random order (torch's global generator): DGI's corruption."""
+    if isinstance(x, SparseFeatures):
+        device = x.values.device
+    else:
+        device = (x.x if isinstance(x, ColumnMasked) else x).device
+    return permute_rows(x, torch.randperm(x.size(0), device=device))
 
 
 def is_sparse(x: Tensor) -> bool:

@@ -12,7 +12,8 @@ from .trainer import Trainer
 class FullBatchTrainer(Trainer):
     """:class:`~cl2gnn.node.trainer.Trainer` on the whole graph: an epoch is one step on two
     augmented views of it (GRACE's training); :meth:`embed` runs the frozen encoder on the
-    clean graph, called as PyG's models are: ``encoder(x, edge_index[, edge_weight])``."""
+    clean graph, called as PyG's models are: ``encoder(x, edge_index[, edge_weight])`` (or as
+    the method embeds, :meth:`~cl2gnn.node.methods.NodeMethod.embed`)."""
 
     def __init__(self, data, method, config, **options) -> None:
         super().__init__(data, method, config, **options)
@@ -51,9 +52,7 @@ class FullBatchTrainer(Trainer):
         encoder = self.encoder
         was_training = encoder.training
         encoder.eval()
-        weight = (
-            {} if self.edge_weight is None else {"edge_weight": self.edge_weight.to(self.device)}
-        )
-        out = encoder(self.x, self.edge_index, **weight).cpu()
+        weight = None if self.edge_weight is None else self.edge_weight.to(self.device)
+        out = self.method.embed(encoder, self.x, self.edge_index, weight).cpu()
         encoder.train(was_training)
         return out

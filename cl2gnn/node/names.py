@@ -29,3 +29,5 @@ ACTIVATIONS = ("relu", "prelu", "rrelu", "elu", "none")  # "none": a linear enco
 # what the probe reads: the last layer, both layers (jumping knowledge), or every layer with
 # the input features, each unit-normalised
 EMBEDDINGS = ("last", "concat", "layers")
+# what GCA's adaptive views read a node's importance off
+CENTRALITIES = ("degree", "pagerank", "eigenvector")

@@ -17,7 +17,7 @@ from .features import with_column_mask
 from .inputs import check_encoder, check_graph, output_width, takes_edge_weight
 from .methods import EncoderInput, NodeMethod, ViewBatch, make_method
 from .models import GraphEncoder
-from .views import View, augment_with_column_mask, config_views, view_pair
+from .views import View, augment_with_column_mask, view_pair
 
 
 class EncoderAndMethod(torch.nn.Module):
@@ -115,9 +115,7 @@ class Trainer:
                 f"data.edge_weight: method {self.method.name!r} takes the input graph's edges "
                 "as positives, which carry no weights"
             )
-        self.views = view_pair(
-            augment, config_views(config.drop_edge, config.drop_feature, mask_generator)
-        )
+        self.views = view_pair(augment, self.method.default_views(config, mask_generator))
         self.model = EncoderAndMethod(self.encoder, self.method).to(device)
         self.label = getattr(self.method, "label", self.method.name)
         params = [p for p in self.model.parameters() if p.requires_grad]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform, Compose
+from torch_geometric.transforms import GDC, BaseTransform, Compose
 from torch_geometric.utils import dropout_edge
 
 View = Callable[[Data], Data]
@@ -34,6 +34,8 @@ class DropEdge(BaseTransform):
     Args:
         p (float): the probability of dropping an edge.
     """
+
+    edges_only = True  # the features pass untouched (augment_with_column_mask)
 
     def __init__(self, p: float) -> None:
         self.p = _probability(p, "p")
@@ -73,14 +75,101 @@ class MaskFeatures(BaseTransform):
             return None
         return torch.rand(num_features, device=device) >= self.p
 
+    def columns_kept(self, data: Data) -> Tensor | None:
+        """The columns of ``data.x`` this call keeps (:meth:`keep`)."""
+        return self.keep(data.x.size(1), data.x.device)
+
     def forward(self, data: Data) -> Data:
-        keep = self.keep(data.x.size(1), data.x.device)
+        keep = self.columns_kept(data)
         if keep is not None:
             data.x = data.x * keep.to(data.x.dtype)
         return data
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(p={self.p})"
+
+
+class Diffusion(BaseTransform):
+    r"""The graph replaced by its personalised-PageRank diffusion (MVGRL's second view),
+
+    .. math::
+        S = \alpha \big(I - (1 - \alpha) D^{-1/2} (A + I) D^{-1/2}\big)^{-1},
+
+    sparsified by PyG's ``GDC`` (exact, dense: :math:`O(N^2)` memory) to each node's ``k``
+    largest in-weights, or to the weights of at least ``eps``, as ``edge_index`` with
+    ``edge_weight`` (an input's ``edge_weight`` weighs :math:`A`). The diffusion of a graph
+    is computed once (the input's tensors, compared on every call).
+
+    Args:
+        alpha (float, optional): the teleport probability (default: ``0.2``, MVGRL's).
+        k (int, optional): the in-edges kept per node (default: ``128``, PyG's GDC example).
+        eps (float, optional): the threshold instead of ``k`` (default: ``None``).
+    """
+
+    def __init__(self, alpha: float = 0.2, k: int | None = 128, eps: float | None = None) -> None:
+        self.alpha = _probability(alpha, "alpha")
+        if (k is None) == (eps is None):
+            raise ValueError(f"give one of k and eps, got k={k!r}, eps={eps!r}")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(f"k must be an integer >= 1, got {k!r}")
+        if eps is not None and (
+            isinstance(eps, bool) or not isinstance(eps, int | float) or eps <= 0
+        ):
+            raise ValueError(f"eps must be a number > 0, got {eps!r}")
+        self.k, self.eps = k, eps
+        sparsify = (
+            dict(method="topk", k=k, dim=0) if k is not None else dict(method="threshold", eps=eps)
+        )
+        self.gdc = GDC(
+            self_loop_weight=1.0,
+            normalization_in="sym",
+            normalization_out=None,
+            diffusion_kwargs=dict(method="ppr", alpha=self.alpha),
+            sparsification_kwargs=sparsify,
+            exact=True,
+        )
+        self._cache: tuple[tuple, tuple[Tensor, Tensor]] | None = None
+
+    def diffusion(
+        self, edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """The sparsified diffusion of a graph: ``edge_index`` ``[2, E']``, ``edge_weight``
+        ``[E']``."""
+        key = (edge_index, edge_weight, num_nodes)
+        if self._cache is not None and same_inputs(self._cache[0], key):
+            return self._cache[1]
+        graph = Data(edge_index=edge_index, edge_attr=edge_weight, num_nodes=num_nodes)
+        out = self.gdc(graph)
+        self._cache = (key, (out.edge_index, out.edge_attr.to(torch.get_default_dtype())))
+        return self._cache[1]
+
+    def forward(self, data: Data) -> Data:
+        data.edge_index, data.edge_weight = self.diffusion(
+            data.edge_index, data.num_nodes, data.get("edge_weight")
+        )
+        if data.get("edge_attr") is not None:  # the input's edges' attributes: gone with them
+            del data.edge_attr
+        return data
+
+    def __repr__(self) -> str:
+        sparsify = f"k={self.k}" if self.k is not None else f"eps={self.eps}"
+        return f"{type(self).__name__}(alpha={self.alpha}, {sparsify})"
+
+
+def same_inputs(a: tuple, b: tuple) -> bool:
+    """Whether two tuples of tensors, ``None`` or numbers hold the same values: a view's
+    cache of what it computed from a graph is valid for the next call's graph."""
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, Tensor) != isinstance(y, Tensor):
+            return False
+        if isinstance(x, Tensor):
+            if x is not y and not (
+                x.shape == y.shape and x.device == y.device and torch.equal(x, y)
+            ):
+                return False
+        elif x != y:
+            return False
+    return True
 
 
 def config_views(
@@ -111,20 +200,25 @@ def _steps(view: View) -> list[View]:
     return [s for t in view.transforms for s in _steps(t)] if isinstance(view, Compose) else [view]
 
 
+def _masks_columns(step: View) -> bool:
+    return callable(getattr(step, "columns_kept", None))
+
+
 def augment_with_column_mask(view: View, data: Data) -> tuple[Data, Tensor | None]:
-    """``view(data)`` with, where the view is :class:`DropEdge` and :class:`MaskFeatures`
-    alone, the feature columns kept returned apart (``None``: all) and ``data.x`` left as it
-    is, for an encoder that masks its weight instead; any other view is applied as it is
-    (``None``: its mask, if any, is in ``x``)."""
+    """``view(data)`` with, where the view is made of steps that change the edges alone
+    (``edges_only``: :class:`DropEdge`) and of whole-column feature masks
+    (``columns_kept(data)``: :class:`MaskFeatures`), the feature columns kept returned apart
+    (``None``: all) and ``data.x`` left as it is, for an encoder that masks its weight
+    instead; any other view is applied as it is (``None``: its mask, if any, is in ``x``)."""
     steps = _steps(view)
-    if not all(isinstance(step, DropEdge | MaskFeatures) for step in steps):
+    if not all(getattr(step, "edges_only", False) or _masks_columns(step) for step in steps):
         return view(data), None
     keep, data = None, copy.copy(data)  # as BaseTransform's call: its tensors not written
     for step in steps:
-        if isinstance(step, DropEdge):
+        if not _masks_columns(step):
             data = step.forward(data)
         else:
-            mask = step.keep(data.num_features, data.x.device)
+            mask = step.columns_kept(data)
             if mask is not None:
                 keep = mask if keep is None else keep & mask
     return data, keep

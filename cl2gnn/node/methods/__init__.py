@@ -17,7 +17,7 @@ from ..config import NodeConfig
 from ..names import METHODS
 
 # the modules that register the methods (@register_method), imported for that
-from . import bgrl, cca_ssg, contrastive, graphacl
+from . import bgrl, cca_ssg, contrastive, dgi, gbt, gca, graphacl, mvgrl
 from .base import REGISTRY, EncoderInput, NodeMethod, ViewBatch, register_method
 from .contrastive import CallableObjective, ContrastiveMethod
 

@@ -12,6 +12,7 @@ from torch import Tensor
 from ..._registry import NODE_METHODS as REGISTRY
 from ..config import NodeConfig
 from ..features import ColumnMasked, SparseFeatures
+from ..views import View, config_views
 
 
 @dataclass
@@ -123,6 +124,22 @@ class NodeMethod(torch.nn.Module):
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         raise NotImplementedError
+
+    def default_views(
+        self, config: NodeConfig, generator: torch.Generator | None = None
+    ) -> tuple[View, View]:
+        """The two views it trains on where none are given: the configuration's edge
+        dropping and feature masking (``generator``: :class:`~cl2gnn.node.MaskFeatures`')."""
+        return config_views(config.drop_edge, config.drop_feature, generator)
+
+    def embed(
+        self, encoder: torch.nn.Module, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None
+    ) -> Tensor:
+        """Every node's embedding on the clean graph, for the probe: the encoder's output,
+        called as PyG's models are (in the mode it is in)."""
+        if edge_weight is None:
+            return encoder(x, edge_index)
+        return encoder(x, edge_index, edge_weight=edge_weight)
 
     def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
         """Called after each optimiser step with the fraction of training done (``0 … 1``):

@@ -1,0 +1,47 @@
+"""GCA: GRACE with adaptive views."""
+
+from __future__ import annotations
+
+import torch
+from torch_geometric.transforms import Compose
+
+from ..adaptive_views import AdaptiveDropEdge, AdaptiveMaskFeatures
+from ..config import NodeConfig
+from ..views import View
+from .base import register_method
+from .contrastive import Grace
+
+CUT_OFF = 0.7  # p_τ, the authors' code's for both views and both augmentations
+
+
+@register_method("gca")
+class GCA(Grace):
+    r"""GCA (Zhu et al., *Graph Contrastive Learning with Adaptive Augmentation*, WWW 2021):
+    GRACE's loss (:func:`~cl2gnn.losses.info_nce`, inter- and intra-view negatives) on
+    views that drop edges and mask feature columns less often the more important they
+    are (:class:`~cl2gnn.node.AdaptiveDropEdge`, :class:`~cl2gnn.node.AdaptiveMaskFeatures`
+    with the configuration's ``centrality``, mean probabilities ``drop_edge`` and
+    ``drop_feature`` per view, cut off at :math:`p_\tau = 0.7`).
+
+    In the message-passing reading the loss is GRACE's, alignment on the pair graph minus
+    uniformity on the affinity graph; the adaptive views change the augmentation graph's
+    distribution, keeping the edges into central nodes and the features present on them.
+    The centralities are the whole graph's: no mini-batches, no ``torchrun``.
+    """
+
+    minibatch = False
+    spans_ranks = False
+
+    def default_views(
+        self, config: NodeConfig, generator: torch.Generator | None = None
+    ) -> tuple[View, View]:
+        # the features first: their importance is read off the whole graph, not the dropped one
+        return tuple(
+            Compose(
+                [
+                    AdaptiveMaskFeatures(config.drop_feature[v], CUT_OFF, config.centrality),
+                    AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, config.centrality),
+                ]
+            )
+            for v in (0, 1)
+        )

@@ -1,0 +1,90 @@
+"""MVGRL: contrastive multi-view representation learning on graphs."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import replace
+
+import torch
+from torch import Tensor
+from torch_geometric.nn.inits import reset
+from torch_geometric.transforms import Compose
+
+from ...losses import LocalGlobalLoss
+from ..config import NodeConfig
+from ..features import permute_rows
+from ..inputs import takes_edge_weight
+from ..models import GraphEncoder
+from ..views import Diffusion, View
+from .base import NodeMethod, ViewBatch, register_method
+
+ALPHA = 0.2  # the authors' teleport probability
+
+
+@register_method("mvgrl")
+class MVGRL(NodeMethod):
+    r"""MVGRL (Hassani & Khasahmadi, *Contrastive Multi-View Representation Learning on
+    Graphs*, ICML 2020): two structural views, the graph and its personalised-PageRank
+    diffusion (:class:`~cl2gnn.node.Diffusion`, :math:`\alpha = 0.2`, ``diffusion_k``
+    in-edges kept per node), each through its own encoder; every node of one view is
+    scored against the other view's summary :math:`s = \sigma(\mathrm{mean}_i h_i)` by a
+    bilinear discriminator, against the nodes of row-shuffled features
+    (:class:`~cl2gnn.losses.LocalGlobalLoss`, both directions averaged),
+
+    .. math::
+        \mathcal{L} = \tfrac12 \big[\ell(h^{\alpha}, \tilde h^{\alpha}, s^{\delta})
+        + \ell(h^{\delta}, \tilde h^{\delta}, s^{\alpha})\big].
+
+    The composition, as the authors' code: the library's encoder reads the graph, a second
+    encoder of the same architecture (a re-initialised copy, trained with it) the
+    diffusion, one discriminator for both directions, and the embedding for the probe is
+    the sum of the two encoders' outputs on the clean graph and its diffusion
+    (:meth:`embed`). Their code trains on 4 subgraphs of 2,000 consecutive nodes per step
+    and stops early on the loss; here the whole graph, for the configuration's epochs.
+
+    In the message-passing reading it is DGI's alignment of every node with a virtual
+    summary node (the star graph to it), across views: the summary of one structure
+    attracts the nodes of the other. The summary is the whole graph's: no mini-batches,
+    no ``torchrun``.
+    """
+
+    minibatch = False
+
+    def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
+        super().__init__(config, encoder=encoder, **context)
+        if not isinstance(encoder, GraphEncoder) and not takes_edge_weight(encoder):
+            raise ValueError(
+                "encoder: MVGRL's diffusion view is weighted: the encoder's forward must take "
+                "edge_weight="
+            )
+        self.diffusion = Diffusion(ALPHA, k=config.diffusion_k)
+        self.diffusion_encoder = copy.deepcopy(encoder)
+        reset(self.diffusion_encoder)
+        self.loss = LocalGlobalLoss(self.dim)
+
+    def default_views(
+        self, config: NodeConfig, generator: torch.Generator | None = None
+    ) -> tuple[View, View]:
+        return Compose([]), self.diffusion  # the graph as it is, and its diffusion
+
+    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
+        graph, diffusion = batch.views
+        order = torch.randperm(batch.num_seeds, device=batch.edge_index.device)
+        h_graph, h_diffusion = graph(encoder), diffusion(self.diffusion_encoder)
+        # DGI's corruption, one permutation of the feature rows for both views
+        c_graph = replace(graph, x=permute_rows(graph.x, order))(encoder)
+        c_diffusion = replace(diffusion, x=permute_rows(diffusion.x, order))(self.diffusion_encoder)
+        s_graph, s_diffusion = torch.sigmoid(h_graph.mean(0)), torch.sigmoid(h_diffusion.mean(0))
+        return 0.5 * (
+            self.loss(h_diffusion, c_diffusion, s_graph) + self.loss(h_graph, c_graph, s_diffusion)
+        )
+
+    def embed(
+        self, encoder: torch.nn.Module, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None
+    ) -> Tensor:
+        """The sum of the graph encoder's output on the graph and the diffusion encoder's on
+        its diffusion (the authors' embedding)."""
+        edges, weights = self.diffusion.diffusion(edge_index, x.size(0), edge_weight)
+        self.diffusion_encoder.train(encoder.training)
+        on_diffusion = self.diffusion_encoder(x, edges, edge_weight=weights.to(x.dtype))
+        return super().embed(encoder, x, edge_index, edge_weight) + on_diffusion
