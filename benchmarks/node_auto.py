@@ -69,7 +69,7 @@ def single_default() -> dict[str, tuple[float, float]]:
     return out
 
 
-def table(out: Path) -> None:
+def table(out: Path, note: str = "") -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _results import save_table
 
@@ -106,6 +106,7 @@ def table(out: Path) -> None:
                 "met" if met else "not met",
             ]
         )
+    missing = [graph for graph in GRAPHS if graph not in records]
     save_table(
         "node_auto",
         "Node classification",
@@ -133,6 +134,8 @@ def table(out: Path) -> None:
             "above every trivial baseline (raw features, standardised raw features, untrained "
             "encoder, same run) and at least the single default's score minus its std (the "
             "every-method table's default row, 10 seeds on the same splits)."
+            + (f" Not run: {', '.join(missing)}." if missing else "")
+            + (f" {note}" if note else "")
         ),
         command="python benchmarks/node_auto.py run && python benchmarks/node_auto.py table",
     )
@@ -200,6 +203,7 @@ def main() -> None:
     parser.add_argument("action", choices=("run", "table", "widths"))
     parser.add_argument("--graphs", nargs="+", choices=GRAPHS, default=list(GRAPHS))
     parser.add_argument("--widths", nargs="+", type=int, default=[512, 1024])
+    parser.add_argument("--note", default="", help="table: a sentence added to the notes")
     parser.add_argument("--out", type=Path, default=Path("runs/node_auto"))
     args = parser.parse_args()
     if args.action == "run":
@@ -207,7 +211,7 @@ def main() -> None:
     elif args.action == "widths":
         widths(args.graphs, args.widths)
     else:
-        table(args.out)
+        table(args.out, args.note)
 
 
 if __name__ == "__main__":
