@@ -9,10 +9,9 @@ import torch
 from torch import Tensor
 
 from .._options import Distributed, checks_options, optional
-from .._validation import check_features, check_same_shape
-from ..distributed import all_reduce_sum, is_distributed, shard_of
+from ..distributed import all_reduce_sum
 from ._inputs import FunctionalLoss
-from .cca_ssg import check_non_negative
+from .cca_ssg import check_non_negative, node_views
 
 EPS = 1e-15  # added to the standard deviation, as the authors' code does
 
@@ -61,17 +60,10 @@ def barlow_twins_loss(
 
     Shapes: ``h1, h2`` :math:`(N, d)`, :math:`N \ge 2` (over all ranks); output: scalar.
     """
-    check_features(h1, "h1")
-    check_features(h2, "h2")
-    check_same_shape(h1, h2, ("h1", "h2"))
-    n, d = h1.shape
-    shard = shard_of(h1, min_total=2) if is_distributed(distributed) else None
+    n, d, shard = node_views(h1, h2, distributed, "Barlow Twins normalises")
     if shard is None:
-        if n < 2:
-            raise ValueError(f"Barlow Twins normalises over the nodes: needs at least 2, got {n}")
         correlation = batch_normalize(h1).T @ batch_normalize(h2) / n
     else:
-        n = shard.total
         z1, z2 = batch_normalize_across_ranks(torch.stack([h1, h2]), n)
         correlation = all_reduce_sum(z1.T @ z2) / n
     weight = 1.0 / d if off_diagonal is None else off_diagonal

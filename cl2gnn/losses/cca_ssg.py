@@ -40,6 +40,20 @@ def check_non_negative(value, name: str) -> None:
         raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
+def node_views(h1: Tensor, h2: Tensor, distributed: str | None, what: str):
+    """The checks and the shard of two views' node embeddings that a loss normalises per
+    column over the nodes (of every rank under ``distributed``): ``(N, d, shard)``, ``N``
+    over all ranks, ``shard`` ``None`` in one process."""
+    check_features(h1, "h1")
+    check_features(h2, "h2")
+    check_same_shape(h1, h2, ("h1", "h2"))
+    n, d = h1.shape
+    shard = shard_of(h1, min_total=2) if is_distributed(distributed) else None
+    if shard is None and n < 2:
+        raise ValueError(f"{what} over the nodes: needs at least 2, got {n}")
+    return (n if shard is None else shard.total), d, shard
+
+
 @checks_options()
 def cca_ssg_loss(
     h1: Tensor,
@@ -76,17 +90,10 @@ def cca_ssg_loss(
 
     Shapes: ``h1, h2`` :math:`(N, d)`, :math:`N \ge 2` (over all ranks); output: scalar.
     """
-    check_features(h1, "h1")
-    check_features(h2, "h2")
-    check_same_shape(h1, h2, ("h1", "h2"))
-    n, d = h1.shape
-    shard = shard_of(h1, min_total=2) if is_distributed(distributed) else None
+    n, d, shard = node_views(h1, h2, distributed, "CCA-SSG standardises")
     if shard is None:
-        if n < 2:
-            raise ValueError(f"CCA-SSG standardises over the nodes: needs at least 2, got {n}")
         z1, z2 = standardize(h1) / n**0.5, standardize(h2) / n**0.5
     else:
-        n = shard.total
         z1, z2 = standardize_across_ranks(torch.stack([h1, h2]), n) / n**0.5
     invariance = AlignConv().energy(torch.cat([z1, z2]), pair_graph(len(z1), 2, device=h1.device))
     gram1, gram2 = z1.T @ z1, z2.T @ z2
