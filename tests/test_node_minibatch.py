@@ -19,7 +19,7 @@ from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig, train_node_model
 from cl2gnn.node.evaluate import probe_scores
 from cl2gnn.node.inference import full_neighbourhood, layerwise_embeddings
-from cl2gnn.node.methods import REGISTRY
+from cl2gnn.node.methods import REGISTRY, ContrastiveMethod
 from cl2gnn.node.minibatch import MinibatchTrainer
 from cl2gnn.node.models import GraphEncoder
 from cl2gnn.node.sampler import SeedBatches
@@ -116,7 +116,16 @@ def test_minibatch_training_learns():
     assert again.losses == result.losses and torch.equal(again.embeddings, result.embeddings)
 
 
-@pytest.mark.parametrize("method", ["attention", "kernel", "random_walk", "spectral", "knn"])
+# GRACE's scheme in mini-batches: every registered contrastive method that takes them (GRACE
+# learns above; the field's methods train in test_node_methods_field.py)
+CONTRASTIVE_BATCH_METHODS = sorted(
+    name
+    for name, cls in REGISTRY.items()
+    if cls.minibatch and issubclass(cls, ContrastiveMethod) and name != "grace"
+)
+
+
+@pytest.mark.parametrize("method", CONTRASTIVE_BATCH_METHODS)
 def test_every_batch_method_trains_in_minibatches(method):
     data = small_graph(120)
     config = NodeConfig(hidden=8, proj_hidden=8, epochs=2, batch_size=40, num_neighbors=(3, 3))
