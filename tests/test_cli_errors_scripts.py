@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from cl2gnn.apps import cmdline
+from cl2gnn.node.names import METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib", "sklearn")
@@ -134,7 +135,10 @@ CONFIG_ERRORS = [
         '[{"method": "grace", "hidden": 0}]',
         "entry 1: NodeConfig.hidden must be an integer >= 1, got 0",
     ),
-    ('[{"method": "grace"}, {"method": "nope"}]', "entry 2: method must be one of attention, bgrl,"),
+    (
+        '[{"method": "grace"}, {"method": "nope"}]',
+        f"entry 2: method must be one of {', '.join(METHODS)},",
+    ),
     ('[{"method": "grace"}, {"hidden": 8}]', "entry 2: method must be one of"),
     ('[{"method": "grace", "hiden": 256}]', "entry 1: NodeConfig has no field 'hiden'"),
     (
