@@ -14,7 +14,8 @@ does, and writes its validation score (the choice's evidence) and time to
 ``results/node_auto_graphacl_width.json``.
 
 ``run`` calls the command once per graph (a graph already in ``--out`` is skipped: the run
-resumes), keeping its JSON and wall time; ``table`` writes ``results/node_auto.json``.
+resumes), keeping its JSON and wall time; ``table`` writes ``results/node_auto.json``, where a
+graph not in ``--out`` keeps its earlier row, labelled with the date it was measured.
 Target, per graph: above every trivial baseline, and at least the single default's test score
 minus one standard deviation."""
 
@@ -106,6 +107,19 @@ def table(out: Path, note: str = "") -> None:
                 "met" if met else "not met",
             ]
         )
+    # a graph measured by an earlier run (its record no longer in --out) keeps its row and
+    # says when it was measured
+    previous = RESULTS / "node_auto.json"
+    if previous.exists():
+        earlier = json.loads(previous.read_text())
+        for row in earlier["rows"]:
+            graph = row[0].split(" (")[0]
+            if graph not in records:
+                records[graph] = None
+                label, _, date = row[0].partition(", measured ")
+                row[0] = f"{label}, measured {date or earlier['date']}"
+                rows.append(row)
+    rows.sort(key=lambda row: GRAPHS.index(row[0].split(" (")[0]))
     missing = [graph for graph in GRAPHS if graph not in records]
     save_table(
         "node_auto",

@@ -10,8 +10,10 @@ authors' code run here).
         --not-measured benchmarks/configs/node_zoo_not_measured.json
                                                   # -> results/node_zoo.json
 
-``--authors``: a JSON of ``{"<method>": {"scores": [...], "repository": ..., "commit": ...,
-"note": ...}}`` from the authors' code run here, or ``{"<method>": {"not run": "why"}}``.
+A method with no files in ``--runs`` keeps the row an earlier run wrote, labelled with the
+date it was measured. ``--authors``: a JSON of ``{"<method>": {"scores": [...], "repository":
+..., "commit": ..., "note": ...}}`` from the authors' code run here, or ``{"<method>":
+{"not run": "why"}}``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import json
 import statistics
 from pathlib import Path
 
-from _results import save_table  # benchmarks/_results.py
+from _results import RESULTS_DIR, save_table  # benchmarks/_results.py
 
 # published numbers on Cora's public split: DGI's paper; BGRL's and MVGRL's as GraphMAE (Hou
 # et al., KDD 2022, Table 1) reproduced them (BGRL's paper and code have no Cora; MVGRL's
@@ -86,6 +88,24 @@ def merged(runs: Path, method: str) -> dict:
         pooled = [v for part in parts for v in part["baselines"][name]["scores"]]
         result["baselines"][name] = {"score_mean": statistics.fmean(pooled)}
     return result
+
+
+def has_runs(runs: Path, method: str) -> bool:
+    return (runs / f"{method}.json").exists() or any(runs.glob(f"{method}_seed*.json"))
+
+
+def earlier_rows(name: str) -> dict[str, list]:
+    """The rows of the table this script wrote before, by method, each labelled with the
+    date it was measured."""
+    path = RESULTS_DIR / f"{name}.json"
+    if not path.exists():
+        return {}
+    table = json.loads(path.read_text())
+    rows = {}
+    for old in table["rows"]:
+        method, _, date = old[0].partition(" (measured ")
+        rows[method] = [f"{method} (measured {date.rstrip(')') or table['date']})", *old[1:]]
+    return rows
 
 
 def row(method: str, result: dict, authors: dict) -> list:
@@ -153,10 +173,15 @@ def main() -> None:
     args = parser.parse_args()
     authors = json.loads(args.authors.read_text()) if args.authors else {}
     missing = json.loads(args.not_measured.read_text()) if args.not_measured else {}
-    rows = [
-        unmeasured(method) if method in missing else row(method, merged(args.runs, method), authors)
-        for method in args.methods
-    ]
+    earlier = earlier_rows(args.name)
+    rows = []
+    for method in args.methods:
+        if method in missing:
+            rows.append(unmeasured(method))
+        elif has_runs(args.runs, method) or method not in earlier:
+            rows.append(row(method, merged(args.runs, method), authors))
+        else:  # measured by an earlier run whose files are not in --runs: its row stays
+            rows.append(earlier[method])
     for r in rows:
         print(" | ".join(map(str, r)))
     path = save_table(
