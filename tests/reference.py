@@ -54,27 +54,22 @@ def uniform_energy(x, tau, stop_gradient=False, self_loops=False, mask=None, wei
     return total - c * (w * (x * x).sum(1)).sum() / tau
 
 
-def nt_xent(z1, z2, tau):
-    """SimCLR NT-Xent, mean over the 2B anchors, positive in the denominator."""
+def nt_xent(z1, z2, tau, decoupled=False):
+    """SimCLR NT-Xent, mean over the 2B anchors, positive in the denominator (left out of it
+    with ``decoupled``)."""
     z = torch.nn.functional.normalize(torch.cat([z1, z2]).to(f64), dim=1)
     n, b = z.size(0), z1.size(0)
     terms = []
     for i in range(n):
         p = (i + b) % n
-        others = torch.stack([z[i] @ z[j] / tau for j in range(n) if j != i])
+        left_out = (i, p) if decoupled else (i,)
+        others = torch.stack([z[i] @ z[j] / tau for j in range(n) if j not in left_out])
         terms.append(-(z[i] @ z[p]) / tau + torch.logsumexp(others, 0))
     return torch.stack(terms).mean()
 
 
 def decoupled_nt_xent(z1, z2, tau):
-    z = torch.nn.functional.normalize(torch.cat([z1, z2]).to(f64), dim=1)
-    n, b = z.size(0), z1.size(0)
-    terms = []
-    for i in range(n):
-        p = (i + b) % n
-        others = torch.stack([z[i] @ z[j] / tau for j in range(n) if j not in (i, p)])
-        terms.append(-(z[i] @ z[p]) / tau + torch.logsumexp(others, 0))
-    return torch.stack(terms).mean()
+    return nt_xent(z1, z2, tau, decoupled=True)
 
 
 def multi_positive_nt_xent(x, sample_id, tau):

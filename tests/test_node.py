@@ -132,6 +132,22 @@ def test_gat_encoder_and_bad_names(digits):
         train_node_model(digits, "byol", config, progress=False)
 
 
+def embeds_as_dense(encoder, graph, features, dense):
+    """``encoder``'s embedding of ``features`` (a sparse or column-masked form), checked to
+    have the outputs and the parameters' gradients of the ``dense`` matrix's."""
+    outputs, grads = [], []
+    for x in (features, dense):
+        encoder.zero_grad()
+        out = encoder.embed(x, graph)
+        out.square().sum().backward()
+        outputs.append(out)
+        grads.append([p.grad.clone() for p in encoder.parameters()])
+    assert torch.allclose(outputs[0], outputs[1], atol=1e-12)
+    for a, b in zip(*grads, strict=True):
+        assert torch.allclose(a, b, atol=1e-10)
+    return outputs[0]
+
+
 @pytest.mark.parametrize("conv", ["gcn", "sage", "gat"])
 def test_sparse_features_equal_the_masked_dense_path(conv):
     # a fixed sparse X with the column mask moved to the weight: same outputs and gradients
@@ -146,19 +162,10 @@ def test_sparse_features_equal_the_masked_dense_path(conv):
     graph = encoder.propagation_graph(edge_index, 30)
     if conv != "gat":
         graph = graph.to(torch.float64)
-    outputs, grads = [], []
     masked = sparse.with_column_mask(mask)
     assert torch.equal(masked.to_dense(), x * mask)
-    for features in (masked, x * mask):
-        encoder.zero_grad()
-        out = encoder.embed(features, graph)
-        out.square().sum().backward()
-        outputs.append(out)
-        grads.append([p.grad.clone() for p in encoder.parameters()])
-    assert outputs[0].shape == (30, 3 * 8)  # both layers: 2·hidden + hidden
-    assert torch.allclose(outputs[0], outputs[1], atol=1e-12)
-    for a, b in zip(*grads, strict=True):
-        assert torch.allclose(a, b, atol=1e-10)
+    out = embeds_as_dense(encoder, graph, masked, x * mask)
+    assert out.shape == (30, 3 * 8)  # both layers: 2·hidden + hidden
 
 
 @pytest.mark.parametrize(  # GAT's edge lists are not trimmed
@@ -187,17 +194,8 @@ def test_column_masked_features_equal_the_masked_copy(conv, trim):
         assert graph[0].size(0) == 15
     view = ColumnMasked(x, mask)
     assert torch.equal(view.to_dense(), x * mask)
-    outputs, grads = [], []
-    for features in (view, x * mask):
-        encoder.zero_grad()
-        out = encoder.embed(features, graph)
-        out.square().sum().backward()
-        outputs.append(out)
-        grads.append([p.grad.clone() for p in encoder.parameters()])
-    assert outputs[0].shape == ((5, 8) if trim else (30, 3 * 8))  # concat: both layers
-    assert torch.allclose(outputs[0], outputs[1], atol=1e-12)
-    for a, b in zip(*grads, strict=True):
-        assert torch.allclose(a, b, atol=1e-10)
+    out = embeds_as_dense(encoder, graph, view, x * mask)
+    assert out.shape == ((5, 8) if trim else (30, 3 * 8))  # concat: both layers
 
 
 @pytest.mark.parametrize("p", [0.0, 0.3, 1.0])

@@ -21,6 +21,7 @@ from cl2gnn.node.methods import ContrastiveMethod
 from cl2gnn.node.methods.graphacl import sample_neighbours
 from cl2gnn.node.methods.target import TargetEncoder
 from cl2gnn.node.models import GraphEncoder
+from cl2gnn.node.trainer import builtin_encoder
 
 f64 = torch.float64
 FIELD = ("bgrl", "cca_ssg", "graphacl", "gbt", "dgi")
@@ -146,20 +147,14 @@ def small_graph():
 
 
 def encoder_and_batch(config, seed=0):
-    """An encoder of ``config`` and two views that differ in features and in edges, so that
-    nothing (batch norm included) makes their outputs equal."""
+    """The built-in encoder of ``config`` and two views of a 6-node graph that differ in
+    features and in edges, so that nothing (batch norm included) makes their outputs
+    equal."""
     torch.manual_seed(seed)
     edge_index = small_graph()
     x = randn(6, 4, seed=seed + 10).float()
     other = randn(6, 4, seed=seed + 11).float()
-    encoder = GraphEncoder(
-        4,
-        config.hidden,
-        config.activation,
-        first_hidden=config.first_hidden,
-        batch_norm=config.batch_norm,
-        self_loops=config.self_loops,
-    )
+    encoder = builtin_encoder(4, config)
     views = [
         EncoderInput(x, encoder.propagation_graph(edge_index, 6), prepared=True),
         EncoderInput(other, encoder.propagation_graph(edge_index[:, 2:], 6), prepared=True),

@@ -14,9 +14,11 @@ from cl2gnn.losses import (
     barlow_twins_loss,
     local_global_loss,
 )
-from cl2gnn.node import EncoderInput, NodeConfig, ViewBatch, make_method
+from cl2gnn.node import EncoderInput, NodeConfig, make_method
 from cl2gnn.node.features import ColumnMasked, SparseFeatures, shuffle_rows
 from cl2gnn.node.models import GraphEncoder
+
+from .test_node_methods_field import encoder_and_batch
 
 f64 = torch.float64
 
@@ -149,32 +151,9 @@ def test_shuffle_rows_permutes_every_form_of_the_features(form):
     assert torch.equal(got, expected)
 
 
-def small_batch(config, seed=0):
-    """An encoder of ``config`` and two views of a 6-node graph that differ in features
-    and edges."""
-    torch.manual_seed(seed)
-    edges = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [4, 0], [5, 5]]).T
-    edges = torch.cat([edges, edges.flip(0)], dim=1)
-    encoder = GraphEncoder(
-        4,
-        config.hidden,
-        config.activation,
-        layers=config.layers,
-        first_hidden=config.first_hidden,
-        batch_norm=config.batch_norm,
-        out_activation=config.out_activation,
-    )
-    x, other = randn(6, 4, seed=seed + 10).float(), randn(6, 4, seed=seed + 11).float()
-    views = [
-        EncoderInput(x, encoder.propagation_graph(edges, 6), prepared=True),
-        EncoderInput(other, encoder.propagation_graph(edges[:, 2:], 6), prepared=True),
-    ]
-    return encoder, ViewBatch(views, edges, 6)
-
-
 def test_gbt_feeds_both_views_embeddings_to_its_loss():
     config = NodeConfig(hidden=3, first_hidden=5, batch_norm=True, out_activation=False)
-    encoder, batch = small_batch(config)
+    encoder, batch = encoder_and_batch(config)
     method = make_method("gbt", config, dim=3, num_nodes=6, encoder=encoder)
     loss = method(encoder, batch)
     h1, h2 = (view(encoder) for view in batch.views)
@@ -184,7 +163,7 @@ def test_gbt_feeds_both_views_embeddings_to_its_loss():
 
 def test_dgi_scores_the_first_view_against_its_row_shuffled_features():
     config = NodeConfig(hidden=4, layers=1, activation="prelu")
-    encoder, batch = small_batch(config)
+    encoder, batch = encoder_and_batch(config)
     method = make_method("dgi", config, dim=4, num_nodes=6, encoder=encoder)
     weight, bias = method.loss.weight, method.loss.bias
     with torch.no_grad():

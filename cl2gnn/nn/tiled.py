@@ -66,6 +66,13 @@ def _block_logits(queries, keys, rows, cols, acc, diagonal, self_loops, masked, 
         s = torch.mm(q, k, out=out[: q.size(0), : k.size(1)])
     else:
         s = torch.mm(q, k).to(acc)
+    return _mask_block(s, diagonal, self_loops, masked)
+
+
+def _mask_block(s: Tensor, diagonal: bool, self_loops: bool, masked: tuple | None) -> Tensor:
+    """Block ``s`` with its self pairs (a ``diagonal`` block's, unless ``self_loops``) and
+    its ``masked`` ``(rows, cols)`` pairs ``-inf``, in place; on a diagonal block each
+    masked pair is stored once, so it is masked both ways."""
     if diagonal and not self_loops:
         s.fill_diagonal_(float("-inf"))
     if masked is not None:

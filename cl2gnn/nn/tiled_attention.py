@@ -15,22 +15,17 @@ import torch
 from torch import Tensor
 
 from .._tiles import acc_dtype, tile_ranges
-from .tiled import _excluded_by_block
+from .tiled import _excluded_by_block, _mask_block
 
 
 def _block_logits(u, rows, cols, tau, acc, self_loops, excluded, a, b):
     """``u_I u_Jᵀ / τ`` in ``acc`` precision, the self and excluded pairs ``-inf``."""
     s = torch.mm(u[rows[0] : rows[1]], u[cols[0] : cols[1]].T).to(acc).div_(tau)
-    if a == b and not self_loops:
-        s.fill_diagonal_(float("-inf"))
     # the excluded pairs are stored once, in the block (min, max) of their two ends
     pairs = excluded.get((min(a, b), max(a, b)))
-    if pairs is not None:
-        li, lj = pairs if a <= b else (pairs[1], pairs[0])
-        s[li, lj] = float("-inf")
-        if a == b:
-            s[lj, li] = float("-inf")
-    return s
+    if pairs is not None and a > b:
+        pairs = (pairs[1], pairs[0])
+    return _mask_block(s, a == b, self_loops, pairs)
 
 
 class _TiledAttention(torch.autograd.Function):

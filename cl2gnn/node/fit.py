@@ -1,25 +1,22 @@
 """One training loop for both trainers (epochs with timing and a progress bar, embedding
-snapshots) and :func:`train_run`, which chooses the trainer."""
+snapshots) and :func:`train_run`, which chooses the trainer for a resolved configuration."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
-import torch
 from torch import Tensor
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
 from .._validation import check_integer
 from .config import NodeConfig
-from .defaults import default_config
 from .fullbatch import FullBatchTrainer
 from .minibatch import MinibatchTrainer
 from .result import TrainResult
 from .trainer import Trainer
-from .views import View
 
 
 def fit(
@@ -57,25 +54,19 @@ def fit(
 def train_run(
     data: Data,
     method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
-    config: NodeConfig | None = None,
+    config: NodeConfig,
     *,
-    encoder: torch.nn.Module | None = None,
-    augment: View | Sequence[View] | None = None,
     seed: int = 0,
-    device: str | torch.device = "cpu",
     progress: bool = True,
     snapshot_every: int = 0,
+    **options,
 ) -> TrainResult:
-    """:func:`~cl2gnn.node.train_node_model` for a registered method or a callable
-    objective (not ``"auto"``), with the same arguments."""
-    if config is None:
-        config = default_config(data, method if isinstance(method, str) else "grace")
-        if encoder is not None:
-            config = config.with_overrides(normalize_features=False)
+    """A run of :func:`~cl2gnn.node.train_node_model` once its ``config`` is resolved, for a
+    registered method or a callable objective (not ``"auto"``): the trainer ``config`` calls
+    for, built with ``seed`` and ``options`` (the trainers' ``encoder``, ``augment``,
+    ``device``), trained by :func:`fit`."""
     trainer_class = FullBatchTrainer if config.batch_size is None else MinibatchTrainer
-    trainer = trainer_class(
-        data, method, config, encoder=encoder, augment=augment, seed=seed, device=device
-    )
+    trainer = trainer_class(data, method, config, seed=seed, **options)
     result = fit(trainer, progress, snapshot_every, f"{trainer.label} seed {seed}")
     result.seed = seed
     return result

@@ -10,6 +10,7 @@ from torch_geometric.data import Data
 
 from .auto import SCORING_SEEDS, choose_method
 from .config import NodeConfig
+from .defaults import default_config
 from .evaluate import default_protocol, num_splits
 from .fit import train_run
 from .names import AUTO
@@ -62,16 +63,20 @@ def train_node_model(
     the process group."""
     if method == AUTO:
         return _auto(data, config, encoder, augment, seed, device, progress)
+    if config is None:
+        config = default_config(data, method if isinstance(method, str) else "grace")
+        if encoder is not None:  # the user's encoder reads data.x as it is
+            config = config.with_overrides(normalize_features=False)
     return train_run(
         data,
         method,
         config,
-        encoder=encoder,
-        augment=augment,
         seed=seed,
-        device=device,
         progress=progress,
         snapshot_every=snapshot_every,
+        encoder=encoder,
+        augment=augment,
+        device=device,
     )
 
 
