@@ -54,7 +54,7 @@ class PhaseMeter:
 
 
 def generate(preset: str, nodes: int | None = None):
-    """The preset's graph, its edges sorted by target (the neighbour sampler then reads them
+    """The preset's graph, its edges sorted by target (the neighbor sampler then reads them
     in place: no CSC copy); with ``nodes``, that many nodes at the preset's mean degree. The
     generator's freed heap goes back to the system (glibc's ``malloc_trim``), so that the
     RSS measured afterwards is the graph's and not the generator's leftovers."""

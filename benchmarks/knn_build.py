@@ -8,7 +8,7 @@ Build time of ``knn_graph``'s torch backend on ``--device`` (L2, clustered point
 ``--peers-max`` nodes, of its CPU and faiss builds against scikit-learn's brute-force
 ``NearestNeighbors`` (and PyG's ``knn_graph`` when torch-cluster is installed); each cl2gnn
 graph checked on ``--queries`` rows against float64 brute force (rows with the exact
-neighbour set; how far the worst found neighbour lies beyond the exact k-th distance).
+neighbor set; how far the worst found neighbor lies beyond the exact k-th distance).
 Prints a Markdown table (``--json``: the rows; ``--save NAME``: the results page's table).
 """
 
@@ -42,9 +42,9 @@ def clustered_points(n: int, dim: int) -> torch.Tensor:
 
 def knn_exactness(x: torch.Tensor, edge_index: torch.Tensor, k: int, queries: int) -> dict:
     """Check a directed L2 kNN graph of ``x`` on ``queries`` rows drawn at random against
-    float64 brute force on the CPU: the share of rows whose neighbour set is the exact one,
-    and the largest relative excess of a found neighbour's distance over the exact k-th
-    distance (0 when every found neighbour is among the exact k, ties included)."""
+    float64 brute force on the CPU: the share of rows whose neighbor set is the exact one,
+    and the largest relative excess of a found neighbor's distance over the exact k-th
+    distance (0 when every found neighbor is among the exact k, ties included)."""
     import torch
 
     x64 = x.detach().to("cpu", torch.float64)
@@ -120,7 +120,7 @@ def run_knn(sizes, dim: int, k: int, device: str, queries: int, peers_max: int) 
 
 
 def knn_table(rows: list[dict]) -> Table:
-    columns = ["N", "method", "seconds", "rows with the exact neighbours"]
+    columns = ["N", "method", "seconds", "rows with the exact neighbors"]
     columns.append("largest k-th distance excess")
     lines = []
     for r in rows:

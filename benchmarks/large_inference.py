@@ -32,7 +32,7 @@ def measure(args) -> dict:
     import torch
 
     from cl2gnn.graphs import TorchNeighborSampler
-    from cl2gnn.node.inference import full_neighbourhood, layerwise_embeddings
+    from cl2gnn.node.inference import full_neighborhood, layerwise_embeddings
     from cl2gnn.node.models import GraphEncoder
 
     bare = rss_mb()
@@ -43,7 +43,7 @@ def measure(args) -> dict:
     n = data.num_nodes
     meter = PhaseMeter(bare)  # each phase's own peak: the generator's sort peaks higher
     with meter.phase("setup"):
-        sampler = full_neighbourhood(TorchNeighborSampler(data, [-1]))  # the trainer's graph
+        sampler = full_neighborhood(TorchNeighborSampler(data, [-1]))  # the trainer's graph
         degree = encoder.degree(data.edge_index, n)
 
     def layerwise():

@@ -2,7 +2,7 @@
 
 The library: :mod:`cl2gnn.nn` (the operators), :mod:`cl2gnn.losses` (objectives composed from
 them), :mod:`cl2gnn.distributed` (their negatives across processes), :mod:`cl2gnn.graphs`
-(augmentation-graph builders, neighbour sampling), :mod:`cl2gnn.datasets` (real and
+(augmentation-graph builders, neighbor sampling), :mod:`cl2gnn.datasets` (real and
 generated graphs), :mod:`cl2gnn.node` (node-level methods and trainers) and
 :mod:`cl2gnn.vision` (image self-supervised learning). The applications built on it (the
 ``cl2gnn`` command, the experiment harnesses, the dynamics studies) live in

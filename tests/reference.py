@@ -167,7 +167,7 @@ def spectral_graph(x, edge_index, weight=None, mu=1.0, normalize=True):
 
 
 def brute_knn(x, k, metric):
-    """Sorted neighbour scores per row (best first), self excluded; scores, not indices,
+    """Sorted neighbor scores per row (best first), self excluded; scores, not indices,
     so ties between duplicates do not matter."""
     x = x.to(f64)
     if metric == "cosine":

@@ -37,7 +37,7 @@ X = torch.tensor(
 
 def brute_centrality(name):
     """Each node's centrality by its definition, in float64 Python and NumPy."""
-    if name == "degree":  # distinct neighbours in the undirected graph
+    if name == "degree":  # distinct neighbors in the undirected graph
         return [len({u for e in EDGES for u in e if v in e and u != v}) for v in range(NUM_NODES)]
     if name == "pagerank":  # the authors' iteration: x <- 0.15 x + 0.85 Σ_{u->v} x_u / d_out(u)
         out_degree = [sum(1 for s, _ in EDGES if s == u) for u in range(NUM_NODES)]

@@ -13,7 +13,7 @@ import knn_build
 from cl2gnn.graphs import knn_graph
 
 
-def test_knn_exactness_accepts_the_exact_graph_and_flags_a_wrong_neighbour():
+def test_knn_exactness_accepts_the_exact_graph_and_flags_a_wrong_neighbor():
     x = knn_build.clustered_points(600, 8)
     graph = knn_graph(x, 5, "l2", backend="torch")
     assert knn_build.knn_exactness(x, graph, 5, 600) == {"exact_rows": 1.0, "max_kth_excess": 0.0}
@@ -29,7 +29,7 @@ def test_knn_exactness_in_chunks_flags_exactly_the_wrong_row():
     16,387, whichever chunk it falls in, and no other."""
     x = knn_build.clustered_points(2**14 + 3, 4)
     graph = knn_graph(x, 3, "l2", backend="torch")
-    graph[0, 3 * 9000 : 3 * 9001] = graph[0, :3]  # row 9,000 takes row 0's neighbours
+    graph[0, 3 * 9000 : 3 * 9001] = graph[0, :3]  # row 9,000 takes row 0's neighbors
     check = knn_build.knn_exactness(x, graph, 3, x.size(0))
     assert check["exact_rows"] == 1 - 1 / x.size(0)
     assert check["max_kth_excess"] > 0

@@ -97,7 +97,7 @@ def test_without_a_process_group_a_mode_changes_nothing(name, mode):
 
 @pytest.mark.parametrize("mode", cases.MODES)
 def test_ssl_step_with_global_batch_norm_equals_single_process(ranks, mode):
-    """SSLNet (BN in backbone and projector) + SimCLR (in gather mode with nearest-neighbour
+    """SSLNet (BN in backbone and projector) + SimCLR (in gather mode with nearest-neighbor
     positives from the gathered batch), one DDP step: every parameter and BN buffer as on
     one process."""
     world, results = ranks

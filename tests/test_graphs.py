@@ -55,7 +55,7 @@ def check_knn(x, k, metric, backend, **kwargs):
     assert not bool((edge_index[0] == edge_index[1]).any()), "self pair returned"
     expected = ref.brute_knn(x, k, metric)
     assert torch.allclose(scores.view(n, k).double(), expected, atol=1e-4)
-    # the scores are those of the returned neighbours, not just the right numbers
+    # the scores are those of the returned neighbors, not just the right numbers
     xs = torch.nn.functional.normalize(x, dim=1) if metric == "cosine" else x
     src, dst = edge_index
     if metric == "l2":

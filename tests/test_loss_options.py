@@ -123,7 +123,7 @@ def evaluate(name: str, loss) -> tuple[torch.Tensor, ...]:
         return value, loss.memory.bank.clone()
     if name == "BootstrapLoss":  # predictions, then targets
         return (loss(p1, p2, z1, z2),)
-    if name == "GraphACLLoss":  # each anchor's next row as its neighbour
+    if name == "GraphACLLoss":  # each anchor's next row as its neighbor
         ring = torch.stack([(torch.arange(B) + 1) % B, torch.arange(B)])
         p, u, z = (F.normalize(v, dim=1) for v in (p1, z1, z2))
         return (loss(p, u, z, ring),)

@@ -55,7 +55,7 @@ def test_cli_embedded_default_writes_json(tmp_path, capsys):
     assert "digits-knn" in capsys.readouterr().out
 
 
-def test_feature_knn_dataset_is_the_union_of_nearest_neighbours():
+def test_feature_knn_dataset_is_the_union_of_nearest_neighbors():
     x = torch.randn(12, 3, generator=torch.Generator().manual_seed(0))
     data = feature_knn_dataset(x, torch.arange(12) % 3, "points", k=2, metric="l2")
     dist = torch.cdist(x.double(), x.double()).fill_diagonal_(float("inf"))
@@ -245,9 +245,9 @@ def test_cli_embedding_and_width_flags(tmp_path):
     assert result["method"] == "homophily" and result["config"]["clusters"] == 4
 
 
-def dense_neighbour_infonce(z1, z2, graph, tau, lam, keep):
+def dense_neighbor_infonce(z1, z2, graph, tau, lam, keep):
     """InfoNCE over the 2N stacked views whose positives are each node's other view (weight
-    1) and, for the edges ``keep(i, j)`` accepts, the neighbour's other view (weight λ),
+    1) and, for the edges ``keep(i, j)`` accepts, the neighbor's other view (weight λ),
     Ā-normalised: a dense brute force in float64."""
     from .reference import sym_normalized
 
@@ -278,15 +278,15 @@ def test_neighbors_objective_equals_weighted_positive_infonce():
     )
     method = node_method("neighbors", n, d, tau, graph, neighbor_weight=lam)
     loss = method.objective(z1, z2, z1, z2)
-    expected = dense_neighbour_infonce(z1, z2, graph, tau, lam, keep=lambda i, j: i != j)
+    expected = dense_neighbor_infonce(z1, z2, graph, tau, lam, keep=lambda i, j: i != j)
     assert torch.allclose(loss, expected, atol=1e-12)
     with pytest.raises(ValueError, match="input graph"):
         node_method("neighbors", n, d, tau)
 
 
-def test_homophily_objective_keeps_only_same_cluster_neighbours():
+def test_homophily_objective_keeps_only_same_cluster_neighbors():
     # two clear groups of encoder outputs and one edge between them: with 2 clusters the
-    # loss is the neighbours' InfoNCE without that edge
+    # loss is the neighbors' InfoNCE without that edge
     from .conftest import node_method
     from .reference import f64
 
@@ -298,10 +298,10 @@ def test_homophily_objective_keeps_only_same_cluster_neighbours():
     z1, z2 = (torch.randn(n, d, generator=gen, dtype=f64) for _ in range(2))
     method = node_method("homophily", n, d, tau, graph, neighbor_weight=lam, clusters=2)
     loss = method.objective(z1, z2, h, h)
-    expected = dense_neighbour_infonce(z1, z2, graph, tau, lam, lambda i, j: group[i] == group[j])
+    expected = dense_neighbor_infonce(z1, z2, graph, tau, lam, lambda i, j: group[i] == group[j])
     assert torch.allclose(loss, expected, atol=1e-12)
-    neighbours = node_method("neighbors", n, d, tau, graph, neighbor_weight=lam)
-    assert not torch.allclose(loss, neighbours.objective(z1, z2, h, h))  # the cut edge mattered
+    neighbors = node_method("neighbors", n, d, tau, graph, neighbor_weight=lam)
+    assert not torch.allclose(loss, neighbors.objective(z1, z2, h, h))  # the cut edge mattered
     for bad in (0, 8, 2.0, True):
         with pytest.raises(ValueError, match="clusters"):
             node_method("homophily", n, d, tau, graph, clusters=bad)

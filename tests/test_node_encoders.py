@@ -1,4 +1,4 @@
-"""The GraphSAGE encoder (ego/neighbour separation) and the ``layers`` read-out, against
+"""The GraphSAGE encoder (ego/neighbor separation) and the ``layers`` read-out, against
 float64 references written from their formulas."""
 
 import pytest
@@ -7,21 +7,21 @@ import torch
 from cl2gnn.node.models import GraphEncoder
 
 
-def sage_layer_reference(h, edges, self_weight, neighbour_weight, bias):
-    """``W_self h_i + W_nbr mean_{j -> i} h_j + b`` node by node (no neighbours: mean 0)."""
+def sage_layer_reference(h, edges, self_weight, neighbor_weight, bias):
+    """``W_self h_i + W_nbr mean_{j -> i} h_j + b`` node by node (no neighbors: mean 0)."""
     out = torch.empty(h.size(0), self_weight.size(0), dtype=torch.float64)
     for i in range(h.size(0)):
         sources = [j for j, t in edges if t == i]
         mean = h[sources].mean(0) if sources else torch.zeros(h.size(1), dtype=torch.float64)
-        out[i] = self_weight @ h[i] + neighbour_weight @ mean + bias
+        out[i] = self_weight @ h[i] + neighbor_weight @ mean + bias
     return out
 
 
-def test_sage_encoder_is_self_weights_plus_the_neighbours_mean():
+def test_sage_encoder_is_self_weights_plus_the_neighbors_mean():
     gen = torch.Generator().manual_seed(0)
     n = 12
     x = torch.randn(n, 5, generator=gen, dtype=torch.float64)
-    edge_index = torch.randint(0, n - 1, (2, 30), generator=gen)  # node n-1: no neighbours
+    edge_index = torch.randint(0, n - 1, (2, 30), generator=gen)  # node n-1: no neighbors
     edge_index = edge_index[:, edge_index[0] != edge_index[1]]
     edges = list(dict.fromkeys(map(tuple, edge_index.t().tolist())))  # a set, in order
     edge_index = torch.tensor(edges).t()

@@ -9,7 +9,7 @@ from cl2gnn.datasets import contextual_sbm
 from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig
 from cl2gnn.node.features import prepare_features
-from cl2gnn.node.inference import full_neighbourhood, layerwise_embeddings
+from cl2gnn.node.inference import full_neighborhood, layerwise_embeddings
 from cl2gnn.node.minibatch import MinibatchTrainer
 from cl2gnn.node.models import GraphEncoder
 
@@ -60,7 +60,7 @@ def test_layerwise_inference_equals_the_full_graph_forward(name, readout, sparse
     with torch.no_grad():
         graph = encoder.propagation_graph(data.edge_index, data.num_nodes)
         full = encoder.embed(prepare_features(data.x), graph)
-    sampler = full_neighbourhood(TorchNeighborSampler(data, [3, 2]))
+    sampler = full_neighborhood(TorchNeighborSampler(data, [3, 2]))
     degree = encoder.degree(data.edge_index, data.num_nodes)
     out = layerwise_embeddings(encoder, data.x, sampler, degree, 9, readout)
     assert out.dtype == torch.float64
@@ -70,7 +70,7 @@ def test_layerwise_inference_equals_the_full_graph_forward(name, readout, sparse
 def test_layerwise_inference_refuses_to_normalise_without_the_degrees():
     data = edge_case_graph()
     encoder = GraphEncoder(data.x.size(1), 8, "relu", "gcn")
-    sampler = full_neighbourhood(TorchNeighborSampler(data, [-1]))
+    sampler = full_neighborhood(TorchNeighborSampler(data, [-1]))
     with pytest.raises(ValueError, match="needs the whole graph's degree"):
         layerwise_embeddings(encoder, data.x, sampler, None, 7)
 

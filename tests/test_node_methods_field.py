@@ -18,7 +18,7 @@ from cl2gnn.node import (
     train_node_model,
 )
 from cl2gnn.node.methods import ContrastiveMethod
-from cl2gnn.node.methods.graphacl import sample_neighbours
+from cl2gnn.node.methods.graphacl import sample_neighbors
 from cl2gnn.node.methods.target import TargetEncoder
 from cl2gnn.node.models import GraphEncoder
 from cl2gnn.node.trainer import builtin_encoder
@@ -211,7 +211,7 @@ def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
 
 
 @pytest.mark.parametrize("self_loops", [False, True])
-def test_graphacl_dense_form_uses_every_neighbour_and_node(self_loops):
+def test_graphacl_dense_form_uses_every_neighbor_and_node(self_loops):
     config = NodeConfig(hidden=4, num_samples=None, temperature=0.7, self_loops=self_loops)
     encoder, batch = encoder_and_batch(config)
     method = make_method("graphacl", config, dim=4, num_nodes=6, encoder=encoder)
@@ -225,9 +225,9 @@ def test_graphacl_dense_form_uses_every_neighbour_and_node(self_loops):
     assert not torch.allclose(h, u, atol=1e-3)  # online and target outputs differ
     edges = small_graph()
     edges = edges[:, edges[0] != edges[1]]
-    if self_loops:  # every node its own neighbour once
+    if self_loops:  # every node its own neighbor once
         edges = torch.cat([edges, torch.arange(6).expand(2, -1)], dim=1)
-    else:  # the graph as it is: node 5's self-loop is its one neighbour
+    else:  # the graph as it is: node 5's self-loop is its one neighbor
         edges = torch.cat([edges, torch.tensor([[5], [5]])], dim=1)
     expected = graphacl_reference(
         F.normalize(method.predictor(h), dim=1),
@@ -245,19 +245,19 @@ def test_graphacl_dense_form_uses_every_neighbour_and_node(self_loops):
         assert torch.allclose(a, b, atol=1e-6)
 
 
-def test_sample_neighbours_draws_without_replacement_and_pads_short_nodes():
-    # node 0: five neighbours; node 1: two; node 2: none
+def test_sample_neighbors_draws_without_replacement_and_pads_short_nodes():
+    # node 0: five neighbors; node 1: two; node 2: none
     edge_index = torch.tensor([[3, 4, 5, 6, 7, 8, 9], [0, 0, 0, 0, 0, 1, 1]])
     torch.manual_seed(0)
     for _ in range(20):
-        source, target = sample_neighbours(edge_index, 10, 3)
+        source, target = sample_neighbors(edge_index, 10, 3)
         assert torch.bincount(target, minlength=3).tolist()[:3] == [3, 3, 0]
         zero = source[target == 0]
         assert len(set(zero.tolist())) == 3 and set(zero.tolist()) <= {3, 4, 5, 6, 7}
         assert set(source[target == 1].tolist()) == {8, 9}  # both, and one again
     counts = torch.zeros(10)
     for _ in range(400):
-        source, target = sample_neighbours(edge_index, 10, 3)
+        source, target = sample_neighbors(edge_index, 10, 3)
         counts += torch.bincount(source[target == 0], minlength=10)
     assert torch.allclose(counts[3:8] / 400, torch.full((5,), 0.6), atol=0.08)  # uniform 3/5
 

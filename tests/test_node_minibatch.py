@@ -18,7 +18,7 @@ from cl2gnn.datasets import contextual_sbm
 from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig, train_node_model
 from cl2gnn.node.evaluate import probe_scores
-from cl2gnn.node.inference import full_neighbourhood, layerwise_embeddings
+from cl2gnn.node.inference import full_neighborhood, layerwise_embeddings
 from cl2gnn.node.methods import REGISTRY, ContrastiveMethod
 from cl2gnn.node.minibatch import MinibatchTrainer
 from cl2gnn.node.models import GraphEncoder
@@ -88,7 +88,7 @@ def test_layerwise_inference_equals_the_full_graph_forward(conv, readout):
     encoder = GraphEncoder(data.x.size(1), 8, "prelu", conv, readout=readout).eval()
     with torch.no_grad():
         full = encoder(data.x, data.edge_index)  # the PyG-style call
-    sampler = full_neighbourhood(TorchNeighborSampler(data, [3, 2]))
+    sampler = full_neighborhood(TorchNeighborSampler(data, [3, 2]))
     degree = encoder.degree(data.edge_index, data.num_nodes)
     out = layerwise_embeddings(encoder, data.x, sampler, degree, 7, readout)
     assert torch.allclose(out, full, atol=1e-5, rtol=1e-5)
@@ -142,7 +142,7 @@ MINIBATCH_METHODS = [name for name, cls in REGISTRY.items() if cls.minibatch]
 @pytest.mark.parametrize("method", MINIBATCH_METHODS)
 def test_every_minibatch_method_trains_when_the_batch_size_does_not_divide_the_nodes(method, rest):
     # 3 batches of 24 and a last one of 1 or 5 seeds: too few for the kNN's k = 5
-    # neighbours, or (one seed) for any negative; it joins the batch before it
+    # neighbors, or (one seed) for any negative; it joins the batch before it
     if method == "cca_ssg" and rest == 1 and REGISTRY[method].min_batch_size < 2:
         pytest.xfail("CCA-SSG standardises over the seeds: cca_ssg.py needs min_batch_size = 2")
     data = small_graph(3 * 24 + rest)
@@ -179,7 +179,7 @@ def test_epoch_refuses_fewer_than_one_step():
 
 @pytest.mark.parametrize("conv", ["gcn", "sage"])
 def test_training_normalises_a_batch_as_inference_does(conv):
-    # on complete neighbourhoods without augmentation, the encoder's output on a batch's
+    # on complete neighborhoods without augmentation, the encoder's output on a batch's
     # seeds in training equals the whole graph's forward (layer-wise inference): the
     # sampled subgraph's nodes take the whole graph's degrees, not the subgraph's (where a
     # node at the batch's edge has no in-edges)
@@ -243,7 +243,7 @@ def _minibatch_stream(monkeypatch, seed, rank, world):
     data = Data(x=torch.randn(n, 4), edge_index=torch.stack([ring, (ring + 1) % n]), num_nodes=n)
     config = NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=n, num_neighbors=(2, 2))
     minibatch.MinibatchTrainer(data, "grace", config, seed=seed)
-    return torch.initial_seed()  # the rank's stream: its neighbour samples and edge drops
+    return torch.initial_seed()  # the rank's stream: its neighbor samples and edge drops
 
 
 def test_node_minibatch_streams_differ_for_every_seed_and_rank(monkeypatch):
@@ -261,7 +261,7 @@ def test_node_minibatch_streams_differ_for_every_seed_and_rank(monkeypatch):
 
 # -- two gloo processes against one ------------------------------------------------------
 
-EXACT = dict(  # SAGE on complete neighbourhoods, no edge dropping: a seed's output does not
+EXACT = dict(  # SAGE on complete neighborhoods, no edge dropping: a seed's output does not
     # depend on which other seeds share its batch, so the ranks' batches add up exactly
     hidden=8,
     proj_hidden=8,

@@ -22,7 +22,7 @@ N, TAU, KNN_K, NEIGHBOR_WEIGHT = 6, 0.5, 2, 0.75  # 0.75: exact in the float32 b
 # h: two tight clusters of three nodes (the homophily method's k-means recovers them)
 CLUSTER = torch.tensor([0, 0, 0, 1, 1, 1])
 # an undirected graph (both directions listed) with edges inside and across the clusters,
-# irregular degrees and a self-loop, which the neighbour methods must ignore
+# irregular degrees and a self-loop, which the neighbor methods must ignore
 GRAPH = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 4], [0, 4], [1, 5], [2, 2]]).T
 GRAPH = torch.cat([GRAPH, GRAPH.flip(0)], dim=1)
 
@@ -76,7 +76,7 @@ def knn(z1, z2, h1, h2):
 
 
 def neighbors(z1, z2, h1, h2, keep=lambda s, t: True):
-    """Positives: the other view (weight 1) and the other view of every graph neighbour
+    """Positives: the other view (weight 1) and the other view of every graph neighbor
     (weight ``neighbor_weight``); self-loops add nothing."""
     a = ref.pair_adjacency(N)
     for s, t in GRAPH.T.tolist():
@@ -86,7 +86,7 @@ def neighbors(z1, z2, h1, h2, keep=lambda s, t: True):
 
 
 def homophily(z1, z2, h1, h2):
-    """The neighbour positives whose ends share a cluster of the encoder outputs (here the
+    """The neighbor positives whose ends share a cluster of the encoder outputs (here the
     two planted clusters, which a spherical k-means with 2 centroids finds)."""
     return neighbors(z1, z2, h1, h2, keep=lambda s, t: bool(CLUSTER[s] == CLUSTER[t]))
 
@@ -109,7 +109,7 @@ def node_objective(method, device="cpu"):
     module = node_method(
         method, N, 4, TAU, GRAPH.to(device), neighbor_weight=NEIGHBOR_WEIGHT, clusters=2
     ).to(device)
-    module.k = KNN_K  # the knn method's neighbours per node
+    module.k = KNN_K  # the knn method's neighbors per node
     return module
 
 
@@ -160,7 +160,7 @@ def test_objective_on_cuda_equals_reference(method):
 
 def test_references_tell_the_methods_apart():
     # on these inputs no two references agree, so a method computing another's loss (or
-    # homophily keeping every neighbour) fails above
+    # homophily keeping every neighbor) fails above
     z1, z2, h1, h2 = views()
     distinct = {fn for name, fn in REFERENCES.items() if name != "gca"}  # GRACE's loss
     values = [round(float(fn(z1, z2, h1, h2)), 6) for fn in distinct]

@@ -1,6 +1,6 @@
 """The node command's options take effect, each in the way it says, and change nothing at
 their neutral value: ``--drop-edge`` / ``--drop-feature`` drop that fraction of each view's
-edges and feature columns, ``--neighbor-weight`` weights the graph-neighbour positives,
+edges and feature columns, ``--neighbor-weight`` weights the graph-neighbor positives,
 ``--clusters`` sets the k-means that selects them (``homophily``), ``--lr``,
 ``--weight-decay``, ``--temperature`` and ``--layers`` reach the optimiser, the loss and the
 encoder."""
@@ -76,7 +76,7 @@ def small_views():
     return z1, z2, h
 
 
-def neighbour_infonce(z1, z2, weight):
+def neighbor_infonce(z1, z2, weight):
     a = ref.pair_adjacency(N)
     for s, t in GRAPH.T.tolist():
         ref.add_cross_view(a, N, s, t, weight)
@@ -84,13 +84,13 @@ def neighbour_infonce(z1, z2, weight):
 
 
 @pytest.mark.parametrize("weight", [0.25, 1.0, 4.0])
-def test_neighbor_weight_weights_the_neighbour_positives(weight):
+def test_neighbor_weight_weights_the_neighbor_positives(weight):
     z1, z2, h = small_views()
     loss = node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=weight).objective(
         z1, z2, h, h
     )
-    assert torch.allclose(loss, neighbour_infonce(z1, z2, weight), rtol=1e-12)
-    assert not torch.allclose(loss, neighbour_infonce(z1, z2, 0.0))  # i.e. GRACE's loss
+    assert torch.allclose(loss, neighbor_infonce(z1, z2, weight), rtol=1e-12)
+    assert not torch.allclose(loss, neighbor_infonce(z1, z2, 0.0))  # i.e. GRACE's loss
 
 
 def test_neighbor_weight_tends_to_grace():
@@ -107,7 +107,7 @@ def test_neighbor_weight_tends_to_grace():
     assert gaps[1] < 1e-5 and 0.5e3 < gaps[0] / gaps[1] < 2e3
 
 
-def test_clusters_select_the_neighbour_positives():
+def test_clusters_select_the_neighbor_positives():
     z1, z2, h = small_views()
 
     def homophily(clusters):
@@ -168,7 +168,7 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
     group = trainer.optimizer.param_groups[0]
     assert group["lr"] == 0.02 and group["weight_decay"] == 0.001
     assert trainer.encoder.num_layers == 3
-    # the objective the run trained is the homophily loss with neighbour weight 0.5, τ 0.7
+    # the objective the run trained is the homophily loss with neighbor weight 0.5, τ 0.7
     (trained,) = objectives
     assert trained.temperature == 0.7
     n, dim = digits.num_nodes, 8

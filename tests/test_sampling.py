@@ -1,5 +1,5 @@
 """TorchNeighborSampler and neighbor_loader against brute-force references written from
-the definition of uniform neighbour sampling (PyG's output conventions)."""
+the definition of uniform neighbor sampling (PyG's output conventions)."""
 
 import itertools
 from collections import Counter
@@ -66,7 +66,7 @@ def test_sampled_subgraph_follows_the_definition(case):
             drawn = [original[j] for j in picked]
             assert len(set(drawn)) == len(drawn) and set(drawn) <= set(in_edges)
             assert len(drawn) == (len(in_edges) if count == -1 else min(count, len(in_edges)))
-            for j in picked:  # a known neighbour keeps its index; a new one is appended
+            for j in picked:  # a known neighbor keeps its index; a new one is appended
                 source = edges[original[j]][0]
                 if source not in local:
                     local[source] = len(order)
@@ -79,7 +79,7 @@ def test_sampled_subgraph_follows_the_definition(case):
 
 
 @given(graphs_and_seeds(max_hops=1))
-def test_all_neighbours_give_the_two_hop_neighbourhood(case):
+def test_all_neighbors_give_the_two_hop_neighborhood(case):
     n, edges, seeds, _, seed = case
     seeds = list(dict.fromkeys(seeds))
     out, original = sample(n, edges, seeds, [-1, -1], seed)
@@ -90,8 +90,8 @@ def test_all_neighbours_give_the_two_hop_neighbourhood(case):
     assert sorted(original) == [i for i, (_, t) in enumerate(edges) if t in one_hop]
 
 
-def test_neighbours_are_equally_likely():
-    """3,000 nodes share the in-neighbours 0 … 5; each draws 2: every one of the 15 pairs
+def test_neighbors_are_equally_likely():
+    """3,000 nodes share the in-neighbors 0 … 5; each draws 2: every one of the 15 pairs
     should come up about 200 times (chi-square, 14 degrees of freedom)."""
     degree, count, targets = 6, 2, 3000
     source = torch.arange(degree).repeat(targets)
@@ -99,8 +99,8 @@ def test_neighbours_are_equally_likely():
     data = Data(edge_index=torch.stack([source, target]), num_nodes=degree + targets)
     sampler = TorchNeighborSampler(data, [count], generator=torch.Generator().manual_seed(0))
     out = sampler.sample_from_nodes(NodeSamplerInput(None, torch.arange(degree, degree + targets)))
-    neighbours = out.node[out.row].view(targets, count).sort(dim=1).values
-    pairs = Counter(map(tuple, neighbours.tolist()))
+    neighbors = out.node[out.row].view(targets, count).sort(dim=1).values
+    pairs = Counter(map(tuple, neighbors.tolist()))
     assert set(pairs) <= set(itertools.combinations(range(degree), count))
     expected = targets / 15
     chi_square = sum(

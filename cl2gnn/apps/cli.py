@@ -147,7 +147,7 @@ def _embed(args: argparse.Namespace) -> int:
 
 
 def fan_out(text: str) -> int:
-    """An argparse type: a sampling fan-out, an integer >= 1 or -1 (all neighbours)."""
+    """An argparse type: a sampling fan-out, an integer >= 1 or -1 (all neighbors)."""
     value = cmdline.int_range(-1)(text)
     if value == 0:
         raise argparse.ArgumentTypeError("must be an integer >= 1, or -1 for all, got 0")
@@ -347,13 +347,12 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument(
         "--neighbor-weight",
         **field("neighbor_weight"),
-        help="weight of graph-neighbour positives, methods 'neighbors' and 'homophily' "
-        "(default: 1)",
+        help="weight of graph-neighbor positives, methods 'neighbors' and 'homophily' (default: 1)",
     )
     node.add_argument(
         "--clusters",
         **field("clusters"),
-        help="k-means centroids that decide which neighbours stay positive, method "
+        help="k-means centroids that decide which neighbors stay positive, method "
         "'homophily' (default: 10)",
     )
     features = node.add_mutually_exclusive_group()
@@ -379,14 +378,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size",
         **field("batch_size"),
         help="train on mini-batches of this many seed nodes (over all processes under "
-        "torchrun) and their sampled neighbourhoods; default: the whole graph per step",
+        "torchrun) and their sampled neighborhoods; default: the whole graph per step",
     )
     node.add_argument(
         "--num-neighbors",
         type=fan_out,
         nargs="+",
         metavar="K",
-        help="with --batch-size: in-neighbours sampled per node at each hop, one per layer, "
+        help="with --batch-size: in-neighbors sampled per node at each hop, one per layer, "
         "-1 for all (default: 10 per layer)",
     )
     node.add_argument(

@@ -73,7 +73,7 @@ def parse(
         parser.error("choose at most one of --attention, --kernel and --nn-positives")
     if args.nn_positives > 0 and args.distributed == "ring":
         parser.error(
-            "argument --nn-positives: the neighbours are searched in the global batch "
+            "argument --nn-positives: the neighbors are searched in the global batch "
             "gathered on every process; use --distributed gather (ring mode holds nothing "
             "of the global batch's size)"
         )

@@ -1,4 +1,4 @@
-"""Augmentation- and affinity-graph builders, neighbour sampling and their diagnostics."""
+"""Augmentation- and affinity-graph builders, neighbor sampling and their diagnostics."""
 
 from .diagnostics import ClassSpectrum, algebraic_connectivity, class_spectra, normalized_laplacian
 from .knn import knn_graph

@@ -1,4 +1,4 @@
-"""k-nearest-neighbour augmentation graphs (FAISS or tiled torch)."""
+"""k-nearest-neighbor augmentation graphs (FAISS or tiled torch)."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def knn_graph(
 
     Args:
         x (torch.Tensor): features ``[N, d]``.
-        k (int, optional): neighbours per row, ``1 <= k < N`` (default: ``10``).
+        k (int, optional): neighbors per row, ``1 <= k < N`` (default: ``10``).
         metric (str, optional): ``"cosine"`` (rows are L2-normalised, zero rows stay
             zero), ``"ip"`` (inner product) or ``"l2"`` (Euclidean) (default: ``"cosine"``).
         backend (str, optional): ``"faiss"`` (a GPU index when ``x`` is on CUDA and faiss
@@ -50,7 +50,7 @@ def knn_graph(
 
     Returns:
         ``edge_index`` ``[2, N * k]`` (without ``symmetrize``) in PyG's convention:
-        ``edge_index[0]`` the neighbour (source), ``edge_index[1]`` the query row
+        ``edge_index[0]`` the neighbor (source), ``edge_index[1]`` the query row
         (target), grouped by target with the nearest first. Self pairs are excluded,
         also when ``x`` has duplicate rows.
     """

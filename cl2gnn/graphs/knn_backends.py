@@ -80,7 +80,7 @@ def knn_faiss(
     found = keep.sum(1)
     if bool((found < k).any()):
         warnings.warn(
-            f"IVF search found fewer than k={k} neighbours for {int((found < k).sum())} rows; "
+            f"IVF search found fewer than k={k} neighbors for {int((found < k).sum())} rows; "
             "raise nprobe or use index='flat'",
             stacklevel=3,
         )

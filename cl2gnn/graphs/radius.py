@@ -26,7 +26,7 @@ def radius_graph(
         tile_size (int, optional): rows per tile (default: ``4096``).
 
     Returns:
-        ``edge_index`` ``[2, E]`` (source = neighbour, target = centre), grouped by target.
+        ``edge_index`` ``[2, E]`` (source = neighbor, target = centre), grouped by target.
         Symmetric unless ``max_num_neighbors`` truncates.
     """
     check_features(x)

@@ -1,4 +1,4 @@
-"""Uniform neighbour sampling in pure torch, for mini-batches of graphs that do not fit.
+"""Uniform neighbor sampling in pure torch, for mini-batches of graphs that do not fit.
 
 PyG's :class:`~torch_geometric.loader.NeighborLoader` samples through ``pyg-lib`` or
 ``torch-sparse``; where neither is installed, :class:`TorchNeighborSampler` does the same
@@ -37,13 +37,13 @@ _KEY_BITS = 31  # random key per candidate edge, below the frontier position in 
 
 
 class TorchNeighborSampler(BaseSampler):
-    r"""Uniform neighbour sampling without replacement, in torch, with the output of PyG's
+    r"""Uniform neighbor sampling without replacement, in torch, with the output of PyG's
     :class:`~torch_geometric.sampler.NeighborSampler` (``disjoint=False``,
     ``subgraph_type="directional"``).
 
     Hop :math:`h` samples, for every node added at hop :math:`h - 1` (the seeds at hop 1),
     :math:`\min(k_h, \deg^-(v))` of its in-edges :math:`u \to v` uniformly without
-    replacement (all of them for :math:`k_h = -1`). A neighbour already in the subgraph
+    replacement (all of them for :math:`k_h = -1`). A neighbor already in the subgraph
     keeps its first local index; new ones are appended in the order they are drawn.
 
     The graph is held in CSC form (edges sorted by target, PyG's
@@ -58,7 +58,7 @@ class TorchNeighborSampler(BaseSampler):
 
     Args:
         data (torch_geometric.data.Data): a homogeneous graph (``edge_index`` or ``adj_t``).
-        num_neighbors (Sequence[int]): in-neighbours per node at each hop, ``-1`` for all.
+        num_neighbors (Sequence[int]): in-neighbors per node at each hop, ``-1`` for all.
         generator (torch.Generator, optional): the source of the random keys (default:
             torch's global generator). A data loader's worker processes each get a copy of
             it and would draw the same keys; with ``num_workers > 0`` leave it ``None``
@@ -71,7 +71,7 @@ class TorchNeighborSampler(BaseSampler):
         - **output** of :meth:`sample_from_nodes`: a
           :class:`~torch_geometric.sampler.SamplerOutput` with ``node`` ``[n]`` (global
           ids, the seeds first in their order), ``row`` / ``col`` ``[m]`` (local indices of
-          each sampled edge's neighbour / of the node it was sampled for), ``edge`` ``[m]``
+          each sampled edge's neighbor / of the node it was sampled for), ``edge`` ``[m]``
           (positions in the CSC order: :attr:`edge_permutation` maps them to the original
           edge ids, as PyG's loaders do; ``None`` for a graph sorted by target, whose CSC
           positions are its edge ids), ``num_sampled_nodes`` (seeds, then the nodes new
@@ -196,18 +196,18 @@ def _first_occurrence(inverse: Tensor, num_unique: int) -> Tensor:
 
 
 def _assign_local(
-    neighbour: Tensor, known: Tensor, known_local: Tensor, num_nodes: int
+    neighbor: Tensor, known: Tensor, known_local: Tensor, num_nodes: int
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Local indices of the sampled ``neighbour`` ids: a known node keeps its index, new
+    """Local indices of the sampled ``neighbor`` ids: a known node keeps its index, new
     ones get the next indices after the ``num_nodes`` so far, in order of first appearance.
     Returns the local indices, the new nodes' global ids in that order and the updated
     sorted lookup."""
-    position = torch.searchsorted(known, neighbour)
+    position = torch.searchsorted(known, neighbor)
     found = position < known.numel()
-    found[found.clone()] = known[position[found]] == neighbour[found]
-    local = torch.empty_like(neighbour)
+    found[found.clone()] = known[position[found]] == neighbor[found]
+    local = torch.empty_like(neighbor)
     local[found] = known_local[position[found]]
-    fresh = neighbour[~found]
+    fresh = neighbor[~found]
     new_sorted, inverse = torch.unique(fresh, return_inverse=True)
     appearance = _first_occurrence(inverse, new_sorted.numel()).argsort()
     new_local = torch.empty_like(appearance)
@@ -219,7 +219,7 @@ def _assign_local(
 
 
 def neighbor_loader(data: Data, num_neighbors: Sequence[int], **kwargs) -> NodeLoader:
-    r"""Mini-batches of sampled neighbourhoods: PyG's
+    r"""Mini-batches of sampled neighborhoods: PyG's
     :class:`~torch_geometric.loader.NeighborLoader` where its sampler backend (``pyg-lib``
     or ``torch-sparse``) is installed, else a :class:`~torch_geometric.loader.NodeLoader`
     over :class:`TorchNeighborSampler`. Both yield :class:`~torch_geometric.data.Data`
@@ -230,7 +230,7 @@ def neighbor_loader(data: Data, num_neighbors: Sequence[int], **kwargs) -> NodeL
 
     Args:
         data (torch_geometric.data.Data): a homogeneous graph.
-        num_neighbors (Sequence[int]): in-neighbours per node at each hop, ``-1`` for all.
+        num_neighbors (Sequence[int]): in-neighbors per node at each hop, ``-1`` for all.
         **kwargs: :class:`~torch_geometric.loader.NodeLoader` and
             :class:`torch.utils.data.DataLoader` options (``input_nodes``, ``batch_size``,
             ``shuffle``, ``num_workers``, ...); options only ``NeighborLoader`` has

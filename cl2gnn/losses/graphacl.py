@@ -1,4 +1,4 @@
-"""GraphACL's loss: a prediction aligned with its neighbours' targets, against sampled
+"""GraphACL's loss: a prediction aligned with its neighbors' targets, against sampled
 negatives."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def graphacl_loss(
 ) -> Tensor:
     r"""GraphACL's loss: anchor ``i``'s unit-norm prediction ``p_i`` and online embedding
     ``z_i``, the unit-norm target embeddings ``u`` of every row; each positive edge
-    ``k -> i`` (a neighbour ``k`` of anchor ``i``) contributes
+    ``k -> i`` (a neighbor ``k`` of anchor ``i``) contributes
 
     .. math::
         \log\Big(e^{p_i^\top u_k / \tau} + \sum_{j \in Q_i} e^{z_i^\top z_j / \tau}\Big)
@@ -76,14 +76,14 @@ class GraphACLLoss(FunctionalLoss):
     r"""GraphACL's loss (Xiao et al., *Simple and Asymmetric Graph Contrastive Learning
     without Augmentations*, NeurIPS 2023): each anchor's unit-norm prediction ``p_i`` is
     aligned, through InfoNCE, with the unit-norm target embedding ``u_k`` of each of its
-    graph neighbours ``k``, against the online embeddings ``z_j`` of negatives
+    graph neighbors ``k``, against the online embeddings ``z_j`` of negatives
     (:func:`graphacl_loss`),
 
     .. math::
         \ell_{k \to i} = \log\Big(e^{p_i^\top u_k / \tau}
         + \sum_{j \in Q_i} e^{z_i^\top z_j / \tau}\Big) - p_i^\top u_k / \tau,
 
-    averaged over each anchor's neighbours, then over the anchors. In the message-passing
+    averaged over each anchor's neighbors, then over the anchors. In the message-passing
     reading: :class:`~cl2gnn.nn.AlignConv` on the input graph through an asymmetric
     predictor, minus :class:`~cl2gnn.nn.UniformAttention` over sampled keys.
 
@@ -92,7 +92,7 @@ class GraphACLLoss(FunctionalLoss):
 
     Shapes:
         - **input:** ``p, z`` :math:`(S, d)`, ``u`` :math:`(R, d)`, ``positives``
-          :math:`(2, E)` (neighbour ``→`` anchor), ``negatives`` :math:`(S, K)` *(optional;
+          :math:`(2, E)` (neighbor ``→`` anchor), ``negatives`` :math:`(S, K)` *(optional;
           default: every anchor)*
         - **output:** scalar
 

@@ -47,7 +47,7 @@ def random_walk_loss(
 @PAIR_LOSSES.register
 class RandomWalkLoss(GraphLoss):
     r"""The random-walk Laplacian loss: each anchor's one-step random walk on the affinity
-    graph should land on its augmentation-graph neighbours (*Contrastive Learning is
+    graph should land on its augmentation-graph neighbors (*Contrastive Learning is
     Spectral Clustering on Similarity Graph*, Tan et al., ICLR 2024).
 
     With :math:`W_{ij} = \exp(f_i^\top f_j / \tau)`, :math:`W_{ii} = 0`,

@@ -52,7 +52,7 @@ class ContrastiveConv(torch.nn.Module):
     Args:
         step (float, optional): step size :math:`\alpha` (default: ``0.1``).
         temperature (float, optional): :math:`\tau` (default: ``0.5``).
-        positive_in_denominator (bool, optional): keep the augmentation-graph neighbours
+        positive_in_denominator (bool, optional): keep the augmentation-graph neighbors
             among the keys of the uniformity term (NT-Xent); ``False`` removes them (the
             decoupled form) (default: ``True``).
         stop_gradient (bool, optional): stop-gradient uniformity (default: ``False``).

@@ -67,7 +67,7 @@ class UniformAttention(MessagePassing):
     scaled up to its complete-graph size (:math:`N` keys with ``self_loops``),
     :math:`\operatorname{LSE}_{j \in K \setminus i} S_{ij} + \log \frac{N - 1}{|K \setminus i|}`,
     so that its exponential is an unbiased estimate of the complete graph's partition
-    sum (neighbour sampling on the affinity graph, as GraphSAGE samples a graph): the
+    sum (neighbor sampling on the affinity graph, as GraphSAGE samples a graph): the
     logits cost :math:`N |K| d` instead of :math:`N^2 d` (``N × K`` memory, by
     :func:`~cl2gnn.nn.sampled.sampled_row_logsumexp` whatever ``implementation``). The
     scale is a constant, so the step keeps the form above with :math:`P` the softmax over

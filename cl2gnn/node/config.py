@@ -37,14 +37,14 @@ class NodeConfig:
     ``batch_norm`` (before each activation) and ``self_loops`` (GCN's added self-loops).
 
     Methods: ``temperature`` of the contrastive losses, ``neighbor_weight`` of graph
-    neighbours as positives (``neighbors``, ``homophily``), ``clusters`` of the
+    neighbors as positives (``neighbors``, ``homophily``), ``clusters`` of the
     ``homophily`` method's k-means, ``num_keys``: the uniformity term over that many views
     drawn per step instead of all ``2N`` (``None``: exact; full-batch only, a mini-batch's
     negatives are its seeds). A predictor of ``predictor_layers`` layers, ``predictor_hidden``
     wide, and a target encoder that follows the online one by an exponential moving average
     of decay ``ema_decay`` (raised to 1 along a cosine with ``ema_cosine``): ``bgrl``,
     ``graphacl``. ``decorrelation``: the weight of CCA-SSG's decorrelation term;
-    ``num_samples``: GraphACL's neighbours and negatives drawn per node and step (``None``:
+    ``num_samples``: GraphACL's neighbors and negatives drawn per node and step (``None``:
     all of them). ``centrality``: what GCA's adaptive views read a node's importance off
     (``"degree"``, ``"pagerank"``, ``"eigenvector"``); ``diffusion_k``: the in-edges per
     node kept of MVGRL's diffusion.
@@ -53,7 +53,7 @@ class NodeConfig:
     ``lr_cosine``, a cosine decay to zero at the last epoch.
 
     Mini-batches (``batch_size`` set; ``None``: full-batch): seed nodes per step over all
-    processes, in-neighbours sampled per node and hop (``num_neighbors``, one per layer,
+    processes, in-neighbors sampled per node and hop (``num_neighbors``, one per layer,
     ``-1``: all; ``None``: 10 per layer, :meth:`fan_outs`), and how a process group shares
     its negatives (``distributed``: ``"gather"`` or ``"ring"``).
     """
@@ -102,7 +102,7 @@ class NodeConfig:
             )
 
     def fan_outs(self) -> tuple[int, ...]:
-        """In-neighbours sampled per node at each hop (``num_neighbors``, else 10 a layer)."""
+        """In-neighbors sampled per node at each hop (``num_neighbors``, else 10 a layer)."""
         return self.num_neighbors or (10,) * self.layers
 
     def with_overrides(self, **changes) -> NodeConfig:
@@ -172,7 +172,7 @@ def _boolean(value):
 
 
 def _fan_outs(value):
-    """Neighbours sampled per node at each hop: integers >= 1, or -1 for all; ``None``."""
+    """Neighbors sampled per node at each hop: integers >= 1, or -1 for all; ``None``."""
     if value is None:
         return None
     allowed = "a list of integers >= 1 or -1 (all), one per layer, or None"
@@ -278,7 +278,7 @@ GRACE_PUBLISHED = {"Cora": NodeConfig()} | {
 }
 
 # graphs without a published configuration, GRACE's family: GRACE's Cora configuration with
-# the GraphSAGE encoder (ego and neighbour weights apart), every layer read out (the input
+# the GraphSAGE encoder (ego and neighbor weights apart), every layer read out (the input
 # included), raw features and 256 sampled uniformity keys (the former default)
 GRACE_OTHER_GRAPHS = NodeConfig(
     encoder="sage", embedding="layers", normalize_features=False, num_keys=256
@@ -400,7 +400,7 @@ AUTHORS_PER_GRAPH = {
         epochs=300,
         lr_warmup=30,
     ),
-    ("graphacl", "Cora"): replace(  # the authors' Cora code: every neighbour, every node
+    ("graphacl", "Cora"): replace(  # the authors' Cora code: every neighbor, every node
         GRAPHACL,
         num_samples=None,
         learning_rate=5e-4,

@@ -15,8 +15,8 @@ from .features import is_sparse, prepare_features
 from .models import GraphEncoder, read_out
 
 
-def full_neighbourhood(sampler: BaseSampler) -> BaseSampler:
-    """A copy of a neighbour sampler that takes every in-neighbour in one hop, sharing the
+def full_neighborhood(sampler: BaseSampler) -> BaseSampler:
+    """A copy of a neighbor sampler that takes every in-neighbor in one hop, sharing the
     graph's CSC tensors (no second copy of the graph)."""
     one_hop = copy.copy(sampler)
     one_hop.num_neighbors = [-1]
@@ -37,7 +37,7 @@ def layerwise_embeddings(
     full-graph forward: each layer's linear map once for every node (by batches of
     ``batch_size`` rows; :meth:`~cl2gnn.node.models.GraphEncoder.shared_map`), then the
     rows of ``batch_size`` target nodes at a time from their in-edges (the CSC graph
-    ``sampler`` holds, e.g. the one of :func:`full_neighbourhood`) weighted by the whole
+    ``sampler`` holds, e.g. the one of :func:`full_neighborhood`) weighted by the whole
     graph's ``degree`` (from :meth:`~cl2gnn.node.models.GraphEncoder.degree`; GCN and
     GraphSAGE need it) — so every row equals the full-graph forward's, and the memory is
     that of the layer's input, its linear map and its output for all nodes. Where the map

@@ -1,8 +1,8 @@
-"""Mini-batch training of the node encoder on sampled neighbourhoods, in one process or in
+"""Mini-batch training of the node encoder on sampled neighborhoods, in one process or in
 several (``torchrun``); the seeds of each batch come from :mod:`.sampler`, the embeddings
 from layer-wise inference (:mod:`.inference`).
 
-Each step takes a batch of seed nodes, samples their neighbourhoods (PyG's
+Each step takes a batch of seed nodes, samples their neighborhoods (PyG's
 ``NeighborLoader``, or :class:`~cl2gnn.graphs.TorchNeighborSampler` where its backends are
 missing), makes two augmented views of the sampled subgraph (the full-batch views:
 ``dropout_edge``, ``mask_feature``) and applies the objective to the seeds' rows of both
@@ -16,9 +16,9 @@ Under a process group every rank takes its share of each global batch, the encod
 gradients are averaged by DDP and the negatives span every rank's seeds
 (:mod:`cl2gnn.distributed`). What is equal to one process's step on the union of the seeds,
 and what is not: the feature-column masks of a global batch are drawn the same on every rank
-(one generator seeded alike on all), so with complete neighbourhoods (``num_neighbors`` all
+(one generator seeded alike on all), so with complete neighborhoods (``num_neighbors`` all
 ``-1``) and without edge dropping or node masking the ranks' step equals one process's step
-on the same global batches, feature masking included. The neighbour samples, the dropped
+on the same global batches, feature masking included. The neighbor samples, the dropped
 edges and the masked nodes of a rank's own seeds come from the rank's own stream (seeded from
 the run's seed and the rank): they differ from one process's draws, so with those the
 several processes make a step of the same distribution, not the same step.
@@ -40,7 +40,7 @@ from ..distributed.launch import stream_seed
 from ..graphs import neighbor_loader
 from .config import NodeConfig
 from .features import is_sparse, prepare_features
-from .inference import full_neighbourhood, layerwise_embeddings
+from .inference import full_neighborhood, layerwise_embeddings
 from .methods import ViewBatch
 from .methods.contrastive import ContrastiveMethod
 from .models import first_rows
@@ -48,7 +48,7 @@ from .sampler import SeedBatches
 from .trainer import Trainer
 
 # the keys of the run's random streams (stream_seed(seed, key, ...)): the feature-column masks,
-# the same on every rank, and each rank's own stream (neighbour samples, dropped edges)
+# the same on every rank, and each rank's own stream (neighbor samples, dropped edges)
 FEATURE_MASK_STREAM, RANK_STREAM = 0, 1
 
 
@@ -70,7 +70,7 @@ def trimmed(graph: Tensor, edges: Tensor, seeds: int, layers: int) -> tuple[Tens
 
 
 class MinibatchTrainer(Trainer):
-    """:class:`~cl2gnn.node.trainer.Trainer` on mini-batches: the neighbour loader over this
+    """:class:`~cl2gnn.node.trainer.Trainer` on mini-batches: the neighbor loader over this
     rank's :class:`SeedBatches`, the encoder and method under DDP in a process group, and
     the sampler for layer-wise inference.
 
@@ -98,7 +98,7 @@ class MinibatchTrainer(Trainer):
         n = data.num_nodes
         # a batch's seeds are its negatives: no sampled keys; under torchrun they span ranks
         distributed = config.distributed if world > 1 else None
-        # the column masks: one stream alike on every rank; the rank's neighbour samples and
+        # the column masks: one stream alike on every rank; the rank's neighbor samples and
         # dropped edges: torch's generator, seeded per (seed, rank) (seed + rank would give
         # seed s on rank 1 the stream of seed s + 1 on rank 0)
         feature_masks = torch.Generator().manual_seed(stream_seed(seed, FEATURE_MASK_STREAM))
@@ -133,7 +133,7 @@ class MinibatchTrainer(Trainer):
         self.loader = neighbor_loader(graph, config.fan_outs(), batch_sampler=self.batches)
         self.steps_per_epoch = len(self.batches)
         if self.builtin:
-            self.one_hop = full_neighbourhood(self.loader.node_sampler)
+            self.one_hop = full_neighborhood(self.loader.node_sampler)
             self.degree = self.encoder.degree(data.edge_index, n)
         # the layers on rows that cannot reach the seeds are skipped where nothing else reads
         # them: GRACE's scheme reads the seeds' rows alone, and batch norm's statistics

@@ -39,8 +39,8 @@ class GraphEncoder(torch.nn.Module):
 
     the last one ``hidden`` wide and the others ``first_hidden`` (GRACE's ``2 · hidden`` by
     default). ``conv="sage"`` is GraphSAGE's convolution, ``W_self h_i + W_nbr mean_j h_j``:
-    each node's own features keep their own weights beside the neighbours' mean (the
-    ego/neighbour separation of heterophily-aware GNNs), where GCN averages them together.
+    each node's own features keep their own weights beside the neighbors' mean (the
+    ego/neighbor separation of heterophily-aware GNNs), where GCN averages them together.
 
     Called as any PyG model, ``encoder(x, edge_index, edge_weight=None)``, it returns the
     embedding the probe reads (``readout``), on any graph with the same feature width: the
@@ -192,7 +192,7 @@ class GraphEncoder(torch.nn.Module):
     ) -> Tensor:
         """What the convolutions consume, as a CSR ``adj_t`` (one SpMM per layer): for GCN
         the normalised ``Â = D^-½(A+I)D^-½``, for GraphSAGE the row-normalised ``D^-1 A``
-        (a node without neighbours aggregates zeros), both weighted by ``edge_weight`` if
+        (a node without neighbors aggregates zeros), both weighted by ``edge_weight`` if
         given; for GAT the ``edge_index`` itself (it takes no weights).
 
         ``degree`` (``[num_nodes]``, from :meth:`degree` on the whole graph): for a subgraph
@@ -211,7 +211,7 @@ class GraphEncoder(torch.nn.Module):
                 )
             elif edge_weight is None:
                 weight = 1.0 / degree_of(edge_index[1], num_nodes)[edge_index[1]]
-            else:  # the weighted mean of the in-neighbours
+            else:  # the weighted mean of the in-neighbors
                 total = torch.zeros(num_nodes, dtype=edge_weight.dtype, device=edge_weight.device)
                 total = total.index_add(0, edge_index[1], edge_weight)
                 weight = edge_weight / total[edge_index[1]]
@@ -276,8 +276,8 @@ class GraphEncoder(torch.nn.Module):
         if isinstance(x, ColumnMasked):  # the convolutions' own steps, the mask on W
             return self._column_masked_conv(x, graph, rows)
         if self.kind == "sage":  # W_nbr (Ā X) + b + W_self X with the fixed sparse X
-            neighbours = spmm(graph, x.matmul(conv.lin_l.weight.T)) + conv.lin_l.bias
-            return neighbours + x.matmul(conv.lin_r.weight.T)[:rows]
+            neighbors = spmm(graph, x.matmul(conv.lin_l.weight.T)) + conv.lin_l.bias
+            return neighbors + x.matmul(conv.lin_r.weight.T)[:rows]
         # GCNConv's Â (X W) + b with the fixed sparse X (its column mask moved to W)
         return spmm(graph, x.matmul(conv.lin.weight.T)) + conv.bias
 
@@ -288,8 +288,8 @@ class GraphEncoder(torch.nn.Module):
         linear = torch.nn.functional.linear
         conv = self.convs[0]
         if self.kind == "sage":
-            neighbours = linear(spmm(graph, x.x), x.masked(conv.lin_l.weight), conv.lin_l.bias)
-            return neighbours + linear(x.x[:rows], x.masked(conv.lin_r.weight))
+            neighbors = linear(spmm(graph, x.x), x.masked(conv.lin_l.weight), conv.lin_l.bias)
+            return neighbors + linear(x.x[:rows], x.masked(conv.lin_r.weight))
         return spmm(graph, linear(x.x, x.masked(conv.lin.weight))) + conv.bias
 
     def _pair(self, x: Tensor, graph: Tensor) -> Tensor | tuple[Tensor, Tensor]:
@@ -354,7 +354,7 @@ class GraphEncoder(torch.nn.Module):
     def shared_map(self, index: int, x: Tensor | SparseFeatures) -> Tensor:
         """Layer ``index``'s linear map of the rows ``x`` as sources, which layer-wise
         inference computes once for every node (by batches of rows): ``X W`` (GraphSAGE:
-        its neighbour weight), for GAT followed by each head's two attention terms
+        its neighbor weight), for GAT followed by each head's two attention terms
         (``[rows, heads · out + 2 · heads]``)."""
         _, weight, _, _ = self._maps(index)
         mapped = x.matmul(weight.T)
@@ -426,7 +426,7 @@ def first_rows(graph: Tensor, rows: int, columns: int) -> Tensor:
     """The first ``rows`` rows of a CSR ``adj_t`` whose entries lie in its first ``columns``
     columns: the propagation graph of a layer whose output is kept for the first ``rows``
     nodes only, from the first ``columns`` nodes' inputs (a sampled subgraph lists its nodes
-    by hop: the seeds, then their neighbours)."""
+    by hop: the seeds, then their neighbors)."""
     ptr = graph.crow_indices()[: rows + 1]
     end = int(ptr[-1])
     with warnings.catch_warnings():  # torch's "sparse CSR is beta" notices

@@ -59,7 +59,7 @@ def train_node_model(
 
     With ``config.epochs == 0`` the embeddings are the encoder's at its initialisation (a
     baseline). Full-batch by default; ``config.batch_size`` trains on mini-batches of seed
-    nodes and their sampled neighbourhoods, in one process or, under ``torchrun``, across
+    nodes and their sampled neighborhoods, in one process or, under ``torchrun``, across
     the process group."""
     if method == AUTO:
         return _auto(data, config, encoder, augment, seed, device, progress)

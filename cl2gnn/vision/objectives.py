@@ -22,7 +22,7 @@ from .names import KERNELS
 
 # the kNN positives are searched in the global batch, gathered on every rank
 NN_POSITIVES_IN_RING = (
-    "nn_positives searches each view's neighbours in the global batch gathered on every rank: "
+    "nn_positives searches each view's neighbors in the global batch gathered on every rank: "
     "use distributed='gather' (ring mode holds nothing of the global batch's size)"
 )
 
@@ -34,10 +34,10 @@ def _full(x: Tensor) -> Tensor:
 
 class SimCLRObjective(torch.nn.Module):
     """InfoNCE on two views; optionally attention alignment (``beta``), a Kernel-InfoNCE
-    kernel, or kNN positives within the batch (``nn_positives`` neighbours per view).
+    kernel, or kNN positives within the batch (``nn_positives`` neighbors per view).
     ``distributed`` (``"gather"`` or ``"ring"``) takes the negatives from the global batch
     of every rank, and in gather mode the kNN positives too; ring mode refuses
-    ``nn_positives`` (``ValueError``), whose neighbours are searched in the gathered global
+    ``nn_positives`` (``ValueError``), whose neighbors are searched in the gathered global
     batch."""
 
     def __init__(
@@ -97,10 +97,10 @@ class SimCLRObjective(torch.nn.Module):
         return self.loss(z1, z2)
 
     def _global_nn_positives(self, z1: Tensor, z2: Tensor) -> Tensor:
-        """InfoNCE with each view's ``nn_positives`` nearest neighbours in the gathered batch
+        """InfoNCE with each view's ``nn_positives`` nearest neighbors in the gathered batch
         of every rank as extra positives: the single-process objective on the union of the
         ranks' batches, each rank returning ``world_size ×`` its anchors' share. The
-        positives' keys are gathered with autograd (gather mode), so that a neighbour on
+        positives' keys are gathered with autograd (gather mode), so that a neighbor on
         another rank receives its gradient. Every rank's views are checked together before
         the gather."""
 
@@ -116,9 +116,9 @@ class SimCLRObjective(torch.nn.Module):
         pairs = []  # each rank's two views, stacked [z1_r; z2_r] at its offset
         for rank, size in enumerate(shard.sizes):
             pairs.append(pair_graph(size // 2, 2, device=x.device) + sum(shard.sizes[:rank]))
-        neighbours = knn_graph(keys.detach(), self.nn_positives, backend="torch")
+        neighbors = knn_graph(keys.detach(), self.nn_positives, backend="torch")
         edge_index, weight = gcn_norm(  # Ā of the global augmentation graph
-            torch.cat([*pairs, neighbours], dim=1),
+            torch.cat([*pairs, neighbors], dim=1),
             num_nodes=shard.total,
             add_self_loops=False,
             dtype=x.dtype,

@@ -4,7 +4,7 @@
   cross-class pairs; AttentionAlignConv down-weights them as the classes drift apart, so
   the attention-contrastive dynamics separate the classes better than the plain ones.
 * Multi-stage memory against collapse: alignment alone collapses the features; pulling
-  towards neighbours' multi-stage (JK-mean) features instead of their current ones slows
+  towards neighbors' multi-stage (JK-mean) features instead of their current ones slows
   the collapse.
 """
 
@@ -95,7 +95,7 @@ def memory_study(steps: int, seed: int, n: int, result: StudyResult, ax) -> None
         for name, memory in memories.items():
             x = runs[name]
             target = x
-            if memory is not None:  # neighbours' multi-stage features: JK mean of stages
+            if memory is not None:  # neighbors' multi-stage features: JK mean of stages
                 target = memory.aggregate_stages(x, ids)
                 memory.push(x, ids)
                 memory.next_stage()

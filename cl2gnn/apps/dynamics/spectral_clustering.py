@@ -22,7 +22,7 @@ SETTINGS = {"p=1, q=0": (1.0, 0.0), "p=0.75, q=0.2": (0.75, 0.2)}
 
 
 class EdgeSampler:
-    """One uniformly sampled out-neighbour per anchor (the 'one sampled edge' of the study)."""
+    """One uniformly sampled out-neighbor per anchor (the 'one sampled edge' of the study)."""
 
     def __init__(self, edge_index: torch.Tensor, n: int) -> None:
         order = torch.argsort(edge_index[0], stable=True)

@@ -2,7 +2,7 @@
 the encoder and a projection head, a contrastive loss between the projections.
 
 In the message-passing reading every one of them is alignment on an augmentation graph
-(the two views of a node, and for some methods graph or feature-space neighbours) minus
+(the two views of a node, and for some methods graph or feature-space neighbors) minus
 uniformity on the affinity graph of the projections: :class:`~cl2gnn.nn.AlignConv` and
 :class:`~cl2gnn.nn.UniformAttention` through the losses of :mod:`cl2gnn.losses`.
 """
@@ -179,12 +179,12 @@ class MultiStage(ContrastiveMethod):
 @register_method("knn")
 class KNearest(ContrastiveMethod):
     """InfoNCE on the pair graph plus, across views, each node's ``k = 5`` nearest
-    neighbours by cosine similarity of the mean encoder output (feature-space positives
+    neighbors by cosine similarity of the mean encoder output (feature-space positives
     from :func:`~cl2gnn.graphs.knn_graph`)."""
 
     takes_keys = True
     k = 5
-    min_batch_size = k + 1  # the k neighbours of a seed among the batch's other seeds
+    min_batch_size = k + 1  # the k neighbors of a seed among the batch's other seeds
 
     def objective(self, z1, z2, h1, h2):
         nbr, node = knn_graph(0.5 * (h1 + h2).detach(), self.k, backend="torch")
@@ -203,7 +203,7 @@ class KNearest(ContrastiveMethod):
 @register_method("neighbors")
 class Neighbors(ContrastiveMethod):
     """InfoNCE on an augmentation graph that links each node's view to its own other view
-    (weight 1) and to the other view of its graph neighbours (weight ``neighbor_weight``):
+    (weight 1) and to the other view of its graph neighbors (weight ``neighbor_weight``):
     the input graph is part of the augmentation graph, as in Local-GCL (Zhang et al., 2022)
     and HomoGCL (Li et al., KDD 2023)."""
 
@@ -242,7 +242,7 @@ class Homophily(Neighbors):
     """:class:`Neighbors` keeping only the edges whose ends fall in the same cluster of a
     spherical k-means (``clusters`` centroids) of this step's encoder outputs: HomoGCL's
     saliency (Li et al., KDD 2023) in its hard limit, which stops pulling together
-    neighbours that the embedding already separates."""
+    neighbors that the embedding already separates."""
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)

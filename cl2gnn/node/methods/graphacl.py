@@ -13,9 +13,9 @@ from .base import NodeMethod, ViewBatch, register_method
 from .target import TargetEncoder, predictor
 
 
-def sample_neighbours(edge_index: Tensor, num_nodes: int, samples: int) -> Tensor:
-    """``samples`` in-neighbours of every node that has one, as edges ``[2, E']`` (source
-    the neighbour): drawn without replacement where a node has at least ``samples``, all of
+def sample_neighbors(edge_index: Tensor, num_nodes: int, samples: int) -> Tensor:
+    """``samples`` in-neighbors of every node that has one, as edges ``[2, E']`` (source
+    the neighbor): drawn without replacement where a node has at least ``samples``, all of
     them and the rest drawn with replacement where it has fewer (torch's global generator).
     """
     edge_index = sort_edge_index(edge_index, num_nodes=num_nodes, sort_by_row=False)
@@ -26,7 +26,7 @@ def sample_neighbours(edge_index: Tensor, num_nodes: int, samples: int) -> Tenso
     order = torch.argsort(target * 2.0 + torch.rand(target.numel(), device=target.device))
     rank = torch.arange(target.numel(), device=target.device) - start[target[order]]
     keep = order[rank < samples]
-    # nodes with fewer: the missing draws uniformly among their neighbours
+    # nodes with fewer: the missing draws uniformly among their neighbors
     short = torch.nonzero((degree > 0) & (degree < samples)).view(-1)
     missing = (samples - degree[short]).clamp(min=0)
     nodes = short.repeat_interleave(missing)
@@ -40,7 +40,7 @@ def sample_neighbours(edge_index: Tensor, num_nodes: int, samples: int) -> Tenso
 class GraphACL(NodeMethod):
     r"""GraphACL (Xiao et al., *Simple and Asymmetric Graph Contrastive Learning without
     Augmentations*, NeurIPS 2023): a predictor on a node's online embedding is aligned,
-    through InfoNCE, with the target embeddings of its one-hop neighbours (a target encoder
+    through InfoNCE, with the target embeddings of its one-hop neighbors (a target encoder
     following the online one by a moving average), against negatives drawn among the nodes
     (:class:`~cl2gnn.losses.GraphACLLoss`); no augmentation.
 
@@ -48,13 +48,13 @@ class GraphACL(NodeMethod):
     (:class:`~cl2gnn.nn.AlignConv` on :math:`A`, not on an augmentation graph) through an
     asymmetric predictor, minus uniformity with sampled keys
     (``UniformAttention(keys=...)``). The predictor lets a node's representation differ from
-    its neighbours' while predicting them, so it captures two-hop "monophily": why it works
+    its neighbors' while predicting them, so it captures two-hop "monophily": why it works
     under heterophily.
 
-    ``num_samples`` neighbours and negatives per node and step (the authors' heterophilous
-    graphs' code), or ``None``: every neighbour and every node (their Cora code). With the
-    configuration's ``self_loops`` a node is its own neighbour too, as in the authors' Cora
-    graph. Mini-batches: the neighbours are a batch's sampled ones, the negatives its seeds.
+    ``num_samples`` neighbors and negatives per node and step (the authors' heterophilous
+    graphs' code), or ``None``: every neighbor and every node (their Cora code). With the
+    configuration's ``self_loops`` a node is its own neighbor too, as in the authors' Cora
+    graph. Mini-batches: the neighbors are a batch's sampled ones, the negatives its seeds.
     """
 
     reads_graph = True
@@ -75,12 +75,12 @@ class GraphACL(NodeMethod):
         h = view(encoder)
         (u,) = self.target(ViewBatch([view], batch.edge_index, seeds))
         edges = batch.edge_index
-        edges = edges[:, edges[1] < seeds]  # the seeds' neighbours
+        edges = edges[:, edges[1] < seeds]  # the seeds' neighbors
         if self.self_loops:
             edges = add_remaining_self_loops(remove_self_loops(edges)[0], num_nodes=seeds)[0]
         negatives = None
         if self.num_samples is not None:
-            edges = sample_neighbours(edges, u.size(0), self.num_samples)
+            edges = sample_neighbors(edges, u.size(0), self.num_samples)
             negatives = torch.randint(seeds, (seeds, self.num_samples), device=h.device)
         z = F.normalize(h[:seeds], dim=-1)
         p = F.normalize(self.predictor(h[:seeds]), dim=-1)
