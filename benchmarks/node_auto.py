@@ -5,17 +5,19 @@ baselines of the same run and the single default of the every-method table
 without a published configuration, GRACE's on Cora, 10 seeds on the same splits; on a graph
 that table lacks, the embedded default, ``--method`` of ``default_method`` in the same run).
 
-    python benchmarks/node_auto.py run [--graphs Cora actor ...] [--out runs/node_auto]
-    python benchmarks/node_auto.py table [--out runs/node_auto]
+    python benchmarks/node_auto.py run [--graphs Cora actor ...] [--out DIR]
+    python benchmarks/node_auto.py table [--out DIR]
     python benchmarks/node_auto.py widths [--graphs ...] [--widths 512 1024]
 
 ``widths`` trains the GraphACL candidate at each width on each graph's scoring seeds, as auto
 does, and writes its validation score (the choice's evidence) and time to
 ``results/node_auto_graphacl_width.json``.
 
-``run`` calls the command once per graph (a graph already in ``--out`` is skipped: the run
-resumes), keeping its JSON and wall time; ``table`` writes ``results/node_auto.json``, where a
-graph not in ``--out`` keeps its earlier row, labelled with the date it was measured.
+``run`` calls the command once per graph (a graph already in ``--out``, by default
+``results/cells/node_auto``, is skipped: the run resumes), keeping its JSON and wall time;
+``table`` writes ``results/node_auto.json``, where a graph not in ``--out`` keeps its earlier
+row, labelled with the date it was measured.
+
 Target, per graph: above every trivial baseline, and at least the single default's test score
 minus one standard deviation."""
 
@@ -218,7 +220,9 @@ def main() -> None:
     parser.add_argument("--graphs", nargs="+", choices=GRAPHS, default=list(GRAPHS))
     parser.add_argument("--widths", nargs="+", type=int, default=[512, 1024])
     parser.add_argument("--note", default="", help="table: a sentence added to the notes")
-    parser.add_argument("--out", type=Path, default=Path("runs/node_auto"))
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS / "cells" / "node_auto", help="one JSON per graph"
+    )
     args = parser.parse_args()
     if args.action == "run":
         run(args.graphs, args.out)
