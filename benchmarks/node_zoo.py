@@ -4,8 +4,8 @@ here, its authors' code's, against the published number (or, for a method withou
 authors' code run here).
 
     python -m cl2gnn node --dataset Cora --method dgi --protocol public --seeds 10 \\
-        --baselines --json runs/zoo/dgi.json     # or one seed a run: dgi_seed<k>.json
-    python benchmarks/node_zoo.py --runs runs/zoo \\
+        --baselines --json benchmarks/results/cells/zoo/dgi.json  # or dgi_seed<k>.json
+    python benchmarks/node_zoo.py --runs benchmarks/results/cells/zoo \\
         --authors benchmarks/configs/node_zoo_authors.json \\
         --not-measured benchmarks/configs/node_zoo_not_measured.json
                                                   # -> results/node_zoo.json
@@ -39,7 +39,8 @@ NOTES = (
     "Cora, Planetoid's public split (the anchors' split), one training run per seed, the "
     "library's probe (logistic regression on L2-normalised embeddings, C on the validation "
     "nodes). Each method's runs: python -m cl2gnn node --dataset Cora --method METHOD "
-    "--protocol public --seed K --seeds 1 --baselines --json runs/zoo/METHOD_seedK.json, "
+    "--protocol public --seed K --seeds 1 --baselines --json "
+    "benchmarks/results/cells/zoo/METHOD_seedK.json, "
     "the method's default configuration (dgi: one GCN layer 512 wide, PReLU, row-normalised "
     "features, Adam 1e-3, 240 epochs, the epoch DGI's stopping rule keeps, "
     "benchmarks/node_dgi_stopping.py; its four seeds ran on the library of f4834fe, whose "
@@ -51,10 +52,12 @@ NOTES = (
     "0.3/0.4, 300 epochs, 30 warm-up). MVGRL's anchor is GraphMAE's reproduction too (its "
     "paper's 86.8 is reported unreproducible, THUDM/GraphMAE#27); its configuration: one "
     "GCN layer 512 wide per view, PPR diffusion (alpha 0.2) keeping 32 in-edges per node, "
-    "300 epochs. G-BT and GCA publish no Cora number: their anchor is their authors' code "
-    "run here. The authors' code (repository and commit in each row): "
-    "benchmarks/configs/node_zoo_authors.json. No times: another process ran outside the "
-    "shared CPU lock during these runs."
+    "300 epochs. G-BT's configuration is its code's full-batch WikiCS one (none for the "
+    "citation graphs): GCN 512, batch norm, PReLU, GCN 256, 1,000 epochs, 100 warm-up, "
+    "views 0.2/0.2 and 0.1/0.1. GCA's is GRACE's Cora configuration with degree-centrality "
+    "views. G-BT and GCA publish no Cora number: their anchor is their authors' code run "
+    "here, on the same graph, split and probe. The authors' code (repository and commit in "
+    "each row): benchmarks/configs/node_zoo_authors.json."
 )
 
 
