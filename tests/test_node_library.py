@@ -57,7 +57,7 @@ def test_a_users_encoder_is_trained_and_handed_back(method):
     encoder = TwoGAT(6, 12)
     before = {k: v.clone() for k, v in encoder.state_dict().items()}
     config = default_config(data, method).with_overrides(
-        **FAST, normalize_features=False, num_samples=3
+        **FAST, normalize_features=False, samples_per_node=3
     )
     result = train_node_model(data, method, config, encoder=encoder, progress=False)
     assert result.encoder is encoder and not encoder.training

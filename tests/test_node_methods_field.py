@@ -212,7 +212,7 @@ def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
 
 @pytest.mark.parametrize("self_loops", [False, True])
 def test_graphacl_dense_form_uses_every_neighbor_and_node(self_loops):
-    config = NodeConfig(hidden=4, num_samples=None, temperature=0.7, self_loops=self_loops)
+    config = NodeConfig(hidden=4, samples_per_node=None, temperature=0.7, self_loops=self_loops)
     encoder, batch = encoder_and_batch(config)
     method = make_method("graphacl", config, dim=4, num_nodes=6, encoder=encoder)
     with torch.no_grad():  # the target apart from the online encoder, as after training

@@ -44,7 +44,7 @@ class NodeConfig:
     wide, and a target encoder that follows the online one by an exponential moving average
     of decay ``ema_decay`` (raised to 1 along a cosine with ``ema_cosine``): ``bgrl``,
     ``graphacl``. ``decorrelation``: the weight of CCA-SSG's decorrelation term;
-    ``num_samples``: GraphACL's neighbors and negatives drawn per node and step (``None``:
+    ``samples_per_node``: GraphACL's neighbors and negatives drawn per node and step (``None``:
     all of them). ``centrality``: what GCA's adaptive views read a node's importance off
     (``"degree"``, ``"pagerank"``, ``"eigenvector"``); ``diffusion_k``: the in-edges per
     node kept of MVGRL's diffusion.
@@ -86,7 +86,7 @@ class NodeConfig:
     ema_decay: float = 0.99
     ema_cosine: bool = False
     decorrelation: float = 1e-3
-    num_samples: int | None = 5
+    samples_per_node: int | None = 5
     lr_warmup: int = 0
     lr_cosine: bool = False
     centrality: str = "degree"
@@ -217,7 +217,7 @@ FIELDS: dict[str, Callable[[object], object]] = {
     "ema_decay": _number(0.0, 1.0),
     "ema_cosine": _boolean,
     "decorrelation": non_negative_number,
-    "num_samples": _integer(1, optional=True),
+    "samples_per_node": _integer(1, optional=True),
     "lr_warmup": _integer(0),
     "lr_cosine": _boolean,
     "centrality": _one_of(CENTRALITIES),
@@ -338,7 +338,7 @@ GRAPHACL = NodeConfig(  # the heterophilous graphs' code: a linear encoder, samp
     temperature=0.5,
     predictor_layers=1,
     ema_decay=0.97,
-    num_samples=5,
+    samples_per_node=5,
     normalize_features=True,
 )
 # Graph Barlow Twins' code: its full-batch WikiCS configuration (none for the citation
@@ -402,7 +402,7 @@ AUTHORS_PER_GRAPH = {
     ),
     ("graphacl", "Cora"): replace(  # the authors' Cora code: every neighbor, every node
         GRAPHACL,
-        num_samples=None,
+        samples_per_node=None,
         learning_rate=5e-4,
         hidden=2048,
         first_hidden=2048,

@@ -51,7 +51,7 @@ class GraphACL(NodeMethod):
     its neighbors' while predicting them, so it captures two-hop "monophily": why it works
     under heterophily.
 
-    ``num_samples`` neighbors and negatives per node and step (the authors' heterophilous
+    ``samples_per_node`` neighbors and negatives per node and step (the authors' heterophilous
     graphs' code), or ``None``: every neighbor and every node (their Cora code). With the
     configuration's ``self_loops`` a node is its own neighbor too, as in the authors' Cora
     graph. Mini-batches: the neighbors are a batch's sampled ones, the negatives its seeds.
@@ -61,7 +61,7 @@ class GraphACL(NodeMethod):
 
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
         super().__init__(config, encoder=encoder, **context)
-        self.num_samples = config.num_samples
+        self.samples_per_node = config.samples_per_node
         self.self_loops = config.self_loops
         self.predictor = predictor(
             self.dim, config.predictor_hidden, config.predictor_layers, "relu"
@@ -79,9 +79,9 @@ class GraphACL(NodeMethod):
         if self.self_loops:
             edges = add_remaining_self_loops(remove_self_loops(edges)[0], num_nodes=seeds)[0]
         negatives = None
-        if self.num_samples is not None:
-            edges = sample_neighbors(edges, u.size(0), self.num_samples)
-            negatives = torch.randint(seeds, (seeds, self.num_samples), device=h.device)
+        if self.samples_per_node is not None:
+            edges = sample_neighbors(edges, u.size(0), self.samples_per_node)
+            negatives = torch.randint(seeds, (seeds, self.samples_per_node), device=h.device)
         z = F.normalize(h[:seeds], dim=-1)
         p = F.normalize(self.predictor(h[:seeds]), dim=-1)
         return self.loss(p, F.normalize(u, dim=-1), z, edges, negatives)
