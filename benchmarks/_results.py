@@ -102,3 +102,22 @@ def save_table(
     tmp.write_text(json.dumps(record, indent=1, allow_nan=False) + "\n")  # no NaN cells
     tmp.replace(path)
     return path
+
+
+MEASURED = " (measured "
+
+
+def earlier_rows(name: str) -> dict[str, list]:
+    """The rows ``results/<name>.json`` holds, by their first cell's name (up to " ("), that
+    cell labelled with the date the row was measured, for a table that keeps the rows of an
+    earlier run whose files are gone."""
+    path = RESULTS_DIR / f"{name}.json"
+    if not path.exists():
+        return {}
+    table = json.loads(path.read_text())
+    rows = {}
+    for row in table["rows"]:
+        label, _, date = row[0].partition(MEASURED)
+        date = date.rstrip(")") or table["date"]
+        rows[label.split(" (")[0]] = [f"{label}{MEASURED}{date})", *row[1:]]
+    return rows

@@ -74,7 +74,7 @@ def single_default() -> dict[str, tuple[float, float]]:
 
 def table(out: Path, note: str = "") -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _results import save_table
+    from _results import earlier_rows, save_table
 
     default = single_default()
     rows, records = [], {}
@@ -109,18 +109,11 @@ def table(out: Path, note: str = "") -> None:
                 "met" if met else "not met",
             ]
         )
-    # a graph measured by an earlier run (its record no longer in --out) keeps its row and
-    # says when it was measured
-    previous = RESULTS / "node_auto.json"
-    if previous.exists():
-        earlier = json.loads(previous.read_text())
-        for row in earlier["rows"]:
-            graph = row[0].split(" (")[0]
-            if graph not in records:
-                records[graph] = None
-                label, _, date = row[0].partition(", measured ")
-                row[0] = f"{label}, measured {date or earlier['date']}"
-                rows.append(row)
+    # a graph measured by an earlier run (its record no longer in --out) keeps its row
+    for graph, row in earlier_rows("node_auto").items():
+        if graph not in records:
+            records[graph] = None
+            rows.append(row)
     rows.sort(key=lambda row: GRAPHS.index(row[0].split(" (")[0]))
     missing = [graph for graph in GRAPHS if graph not in records]
     save_table(

@@ -23,7 +23,7 @@ import json
 import statistics
 from pathlib import Path
 
-from _results import RESULTS_DIR, save_table  # benchmarks/_results.py
+from _results import earlier_rows, save_table  # benchmarks/_results.py
 
 # published numbers on Cora's public split: DGI's paper; BGRL's and MVGRL's as GraphMAE (Hou
 # et al., KDD 2022, Table 1) reproduced them (BGRL's paper and code have no Cora; MVGRL's
@@ -95,20 +95,6 @@ def merged(runs: Path, method: str) -> dict:
 
 def has_runs(runs: Path, method: str) -> bool:
     return (runs / f"{method}.json").exists() or any(runs.glob(f"{method}_seed*.json"))
-
-
-def earlier_rows(name: str) -> dict[str, list]:
-    """The rows of the table this script wrote before, by method, each labelled with the
-    date it was measured."""
-    path = RESULTS_DIR / f"{name}.json"
-    if not path.exists():
-        return {}
-    table = json.loads(path.read_text())
-    rows = {}
-    for old in table["rows"]:
-        method, _, date = old[0].partition(" (measured ")
-        rows[method] = [f"{method} (measured {date.rstrip(')') or table['date']})", *old[1:]]
-    return rows
 
 
 def row(method: str, result: dict, authors: dict) -> list:
