@@ -11,9 +11,7 @@ import torch.nn.functional as F
 from cl2gnn.losses import bootstrap_loss, cca_ssg_loss, graphacl_loss
 from cl2gnn.node import (
     REGISTRY,
-    EncoderInput,
     NodeConfig,
-    ViewBatch,
     make_method,
     train_node_model,
 )
@@ -21,9 +19,9 @@ from cl2gnn.node.methods import ContrastiveMethod
 from cl2gnn.node.methods.graphacl import sample_neighbors
 from cl2gnn.node.methods.target import TargetEncoder
 from cl2gnn.node.models import GraphEncoder
-from cl2gnn.node.trainer import builtin_encoder
 
-f64 = torch.float64
+from ._method_views import encoder_and_batch, randn, small_graph
+
 FIELD = ("bgrl", "cca_ssg", "graphacl", "gbt", "dgi")
 
 
@@ -88,10 +86,6 @@ def assert_close(got, expected):
         assert torch.allclose(a, b, rtol=1e-10, atol=1e-12), (a, b)
 
 
-def randn(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=f64)
-
-
 def test_the_field_is_registered_beside_the_contrastive_family():
     others = tuple(n for n, c in REGISTRY.items() if not issubclass(c, ContrastiveMethod))
     # registered in import order; gbt's and dgi's references in test_node_zoo.py, MVGRL's in
@@ -139,27 +133,6 @@ def test_references_tell_the_losses_apart():
     pos = torch.tensor([[1, 2, 0], [0, 1, 2]])
     dense = graphacl_reference(p, p, p, pos, 0.5)
     assert dense != graphacl_reference(p, p, p, pos, 0.5, torch.tensor([[1], [2], [0], [0]]))
-
-
-def small_graph():
-    edges = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [4, 0], [5, 5]]).T
-    return torch.cat([edges, edges.flip(0)], dim=1)
-
-
-def encoder_and_batch(config, seed=0):
-    """The built-in encoder of ``config`` and two views of a 6-node graph that differ in
-    features and in edges, so that nothing (batch norm included) makes their outputs
-    equal."""
-    torch.manual_seed(seed)
-    edge_index = small_graph()
-    x = randn(6, 4, seed=seed + 10).float()
-    other = randn(6, 4, seed=seed + 11).float()
-    encoder = builtin_encoder(4, config)
-    views = [
-        EncoderInput(x, encoder.propagation_graph(edge_index, 6), prepared=True),
-        EncoderInput(other, encoder.propagation_graph(edge_index[:, 2:], 6), prepared=True),
-    ]
-    return encoder, ViewBatch(views, edge_index, 6)
 
 
 def test_bgrl_aligns_each_prediction_with_the_other_views_target():

@@ -18,13 +18,9 @@ from cl2gnn.node import EncoderInput, NodeConfig, make_method
 from cl2gnn.node.features import ColumnMasked, SparseFeatures, shuffle_rows
 from cl2gnn.node.models import GraphEncoder
 
-from .test_node_methods_field import encoder_and_batch
+from ._method_views import encoder_and_batch, randn
 
 f64 = torch.float64
-
-
-def randn(*shape, seed=0):
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=f64)
 
 
 def value_and_grads(fn, *inputs):
