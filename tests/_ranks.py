@@ -18,7 +18,8 @@ SIZES = {2: (1, 6), 3: (4, 1, 2)}  # rows per rank, 7 in all
 FEATURES, WIDTH = 4, 3
 
 
-def _free_port():
+def free_port() -> int:
+    """A TCP port free on this host now, for a process group's rendezvous."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -93,7 +94,7 @@ def spawn_ranks(world, out, results, cases):
     """``[results of rank 0, rank 1, ...]`` from one spawned process group of ``world``
     ranks: each rank's ``{case: results(rank, world, *case)}`` (``results``: a module-level
     function, which the spawned processes import)."""
-    mp.spawn(_worker, args=(world, _free_port(), str(out), results, cases), nprocs=world)
+    mp.spawn(_worker, args=(world, free_port(), str(out), results, cases), nprocs=world)
     return [torch.load(out / f"rank{r}.pt") for r in range(world)]
 
 

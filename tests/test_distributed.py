@@ -11,22 +11,15 @@ the local rows is the global one); a step returns the local rows of the global s
 the gradient of a projection of the step is the single-process one.
 """
 
-import socket
-
 import pytest
 import torch
 import torch.multiprocessing as mp
 
 from . import distributed_cases as cases
 from . import distributed_vision as vision
+from ._ranks import free_port
 
 WORLDS = sorted(cases.SIZES)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module", params=WORLDS, ids=lambda w: f"{w}ranks")
@@ -34,7 +27,7 @@ def ranks(request, tmp_path_factory):
     """``(world, [results of rank 0, rank 1, ...])`` from one spawned process group."""
     world = request.param
     out = tmp_path_factory.mktemp(f"world{world}")
-    mp.spawn(cases.worker, args=(world, _free_port(), str(out)), nprocs=world, join=True)
+    mp.spawn(cases.worker, args=(world, free_port(), str(out)), nprocs=world, join=True)
     return world, [torch.load(out / f"rank{r}.pt") for r in range(world)]
 
 

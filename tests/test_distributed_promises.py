@@ -29,7 +29,7 @@ from torch.utils._pytree import tree_flatten
 from cl2gnn.losses import InfoNCELoss, SpectralContrastiveLoss
 
 from . import distributed_cases as cases
-from .test_distributed import _free_port
+from ._ranks import free_port
 
 SMALL_TILE = cases.TILINGS["small tiles"]
 # samples per rank: rank 0's the same, the other's (and N) changing, N of 12 to 54 rows
@@ -45,7 +45,7 @@ def _spawn(worker, world: int, out, *args) -> list[dict]:
     rank's ``rank{r}.pt``. Ranks still running after :data:`DEADLINE`, or a rank that dies,
     fail the test, with what every rank had recorded."""
     context = mp.start_processes(
-        worker, args=(world, _free_port(), str(out), *args), nprocs=world, join=False
+        worker, args=(world, free_port(), str(out), *args), nprocs=world, join=False
     )
     end, failure = time.monotonic() + DEADLINE, None
     try:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_distributed import _free_port
+from ._ranks import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHES = int(os.environ.get("CL2GNN_EXIT_LAUNCHES", "50"))
@@ -33,7 +33,7 @@ def launch(world: int, out: Path) -> list[tuple[int, str]]:
     env = {
         **os.environ,
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
         "WORLD_SIZE": str(world),
         "OMP_NUM_THREADS": "1",
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),

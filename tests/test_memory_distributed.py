@@ -4,7 +4,6 @@ rows, whatever the number of rows per rank — a last partial batch, a rank with
 CPU processes on the gloo backend; one process group per world size serves every case."""
 
 import os
-import socket
 
 import pytest
 import torch
@@ -12,6 +11,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from cl2gnn.nn import MultiStageMemory
+
+from ._ranks import free_port
 
 NUM_SAMPLES, DIM, STAGES = 16, 3, 3
 
@@ -52,12 +53,6 @@ def _run(memory, stages, ranks):
     return memory.state_dict()
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _worker(rank, world, port, out_dir):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -71,7 +66,7 @@ def _worker(rank, world, port, out_dir):
 
 @pytest.mark.parametrize("world", sorted(CASES))
 def test_push_with_uneven_rows_matches_one_process(world, tmp_path):
-    mp.spawn(_worker, args=(world, _free_port(), str(tmp_path)), nprocs=world, join=True)
+    mp.spawn(_worker, args=(world, free_port(), str(tmp_path)), nprocs=world, join=True)
     for rank in range(world):
         states = torch.load(tmp_path / f"rank{rank}.pt")
         for case, state in zip(CASES[world], states, strict=True):

@@ -4,7 +4,6 @@ gloo processes against one process on the same global batches."""
 
 import math
 import os
-import socket
 
 import pytest
 import torch
@@ -23,6 +22,8 @@ from cl2gnn.node.methods import REGISTRY, ContrastiveMethod
 from cl2gnn.node.minibatch import MinibatchTrainer
 from cl2gnn.node.models import GraphEncoder
 from cl2gnn.node.sampler import SeedBatches
+
+from ._ranks import free_port
 
 
 def small_graph(num_nodes=400, num_classes=4, seed=0):
@@ -290,12 +291,6 @@ CASES = {
 }
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run_case(name, mode=None):
     method, changes = CASES[name]
     config = NodeConfig(**{**EXACT, **changes}, **({"distributed": mode} if mode else {}))
@@ -338,7 +333,7 @@ def single_process():
 
 
 def test_two_processes_equal_one_process_on_the_same_global_batches(single_process, tmp_path):
-    mp.spawn(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    mp.spawn(_worker, args=(2, free_port(), str(tmp_path)), nprocs=2, join=True)
     for mode in MODES:
         ranks = [torch.load(tmp_path / f"{mode}_rank{r}.pt") for r in range(2)]
         for name, single in single_process.items():

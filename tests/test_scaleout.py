@@ -6,7 +6,6 @@ coincide (the node trainer's: tests/test_node_minibatch.py).
 The multi-process tests run 2 gloo processes on the CPU."""
 
 import os
-import socket
 import time
 import zipfile
 from datetime import timedelta
@@ -18,13 +17,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
+from ._ranks import free_port
+
 f64 = torch.float64
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _join(rank, world, port, timeout=60.0):
@@ -34,7 +29,7 @@ def _join(rank, world, port, timeout=60.0):
 
 
 def _spawn(worker, *args, world=2):
-    mp.spawn(worker, args=(world, _free_port(), *args), nprocs=world, join=True)
+    mp.spawn(worker, args=(world, free_port(), *args), nprocs=world, join=True)
 
 
 # -- item 8: counts and sums in half precision ---------------------------------------------
