@@ -199,6 +199,9 @@ def main() -> None:
     )
     parser.add_argument("--datasets", nargs="+", help="default: the heterophilous graphs on disk")
     parser.add_argument("--splits", type=int, default=3)
+    parser.add_argument(
+        "--only", nargs="+", metavar="NAME", help="measure only these candidates (default: all)"
+    )
     parser.add_argument("--out", default="runs/node_select.jsonl")
     parser.add_argument("--table", action="store_true", help="write the table from --out")
     parser.add_argument("--name", default="node_selection", help="the table's results/ name")
@@ -223,7 +226,12 @@ def main() -> None:
         title = {"title": args.title} if args.title else {}
         table(candidates, graphs, args.splits, out, args.name, command, **title)
     else:
-        run(candidates, graphs, args.splits, out)
+        names = [c["name"] for c in candidates]
+        unknown = sorted(set(args.only or ()) - set(names))
+        if unknown:
+            parser.error(f"argument --only: not a candidate of {args.candidates}: {unknown}")
+        chosen = [c for c in candidates if not args.only or c["name"] in args.only]
+        run(chosen, graphs, args.splits, out)
 
 
 if __name__ == "__main__":
