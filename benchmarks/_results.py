@@ -107,14 +107,22 @@ def save_table(
 MEASURED = " (measured "
 
 
-def earlier_rows(name: str) -> dict[str, list]:
+def saved_table(name: str) -> dict | None:
+    """The table ``results/<name>.json`` (None where there is none)."""
+    path = RESULTS_DIR / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def earlier_rows(name: str, columns: list[str] | None = None) -> dict[str, list]:
     """The rows ``results/<name>.json`` holds, by their first cell's name (up to " ("), that
     cell labelled with the date the row was measured, for a table that keeps the rows of an
-    earlier run whose files are gone."""
-    path = RESULTS_DIR / f"{name}.json"
-    if not path.exists():
+    earlier run whose files are gone; none where the table's first columns are not
+    ``columns``."""
+    table = saved_table(name)
+    if table is None:
         return {}
-    table = json.loads(path.read_text())
+    if columns is not None and table["columns"][: len(columns)] != columns:
+        return {}
     rows = {}
     for row in table["rows"]:
         label, _, date = row[0].partition(MEASURED)

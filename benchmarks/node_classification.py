@@ -46,7 +46,7 @@ import tempfile
 from datetime import date
 from pathlib import Path
 
-from _results import machine, save_table  # benchmarks/_results.py
+from _results import earlier_rows, machine, save_table, saved_table  # benchmarks/_results.py
 from _runner import Journal
 
 from cl2gnn.apps import cmdline
@@ -219,22 +219,26 @@ def cell(result: dict, seeds: int | None = None) -> str:
 def write_tables(
     graphs: list[str], methods: list[str], journal: Journal, command: str, overrides: dict
 ) -> None:
+    """The accuracy and the time table. A method without parts in the journal keeps its row
+    of the tables' earlier run (``earlier_rows``, labelled with the date it was measured); so
+    do the baselines and the target rows when the first method has none."""
     everything = merged_results(journal)
     results = {(g, m): everything[g, m] for g in graphs for m in methods if (g, m) in everything}
     graphs = [g for g in graphs if any((g, m) in results for m in methods)]
-    first = {g: next(results[g, m] for m in methods if (g, m) in results) for g in graphs}
+    some = {g: next(results[g, m] for m in methods if (g, m) in results) for g in graphs}
+    head = methods[0]
+    measured = all((g, head) in results for g in graphs)
+    first = {g: results[g, head] for g in graphs} if measured else {}
+    seeds = {g: len(first[g]["seeds"]) if measured else protocol_seeds(g) for g in graphs}
     columns = ["method"] + [
-        f"{g} ({first[g]['protocol']}, {first[g]['metric'].replace('_', '-')})" for g in graphs
+        f"{g} ({some[g]['protocol']}, {some[g]['metric'].replace('_', '-')})" for g in graphs
     ]
+    earlier = earlier_rows("node_classification", columns=columns)
     rows = []
-    for name in BASELINES:
-        rows.append(
-            [name]
-            + [
-                cell(first[g]["baselines"][name]) if "baselines" in first[g] else None
-                for g in graphs
-            ]
-        )
+    if measured:
+        rows += [[name] + [cell(first[g]["baselines"][name]) for g in graphs] for name in BASELINES]
+    else:
+        rows += [earlier[name] for name in BASELINES if name in earlier]
     for m in methods:
         if any((g, m) in results for g in graphs):
             if m == DEFAULT:
@@ -244,32 +248,32 @@ def write_tables(
                 label = m
             rows.append(
                 [label]
-                + [
-                    cell(results[g, m], len(first[g]["seeds"])) if (g, m) in results else None
-                    for g in graphs
-                ]
+                + [cell(results[g, m], seeds[g]) if (g, m) in results else None for g in graphs]
             )
+        elif m in earlier:
+            rows.append(earlier[m])
     for name, numbers in ANCHORS.items():
         rows.append([f"{name} (published)"] + [numbers.get(g) for g in graphs])
-    rows.append(
-        [f"target for {methods[0]} (see the notes)"]
-        + [target(g, first[g]) if "baselines" in first[g] else None for g in graphs]
-    )
-    rows.append(
-        [f"{methods[0]} minus its untrained encoder"]
-        + [
-            f"{r['score_mean'] - r['baselines']['untrained encoder']['score_mean']:+.2f}"
-            if "baselines" in (r := first[g])
-            else None
-            for g in graphs
+    if measured:
+        rows.append([f"target for {head} (see the notes)"] + [target(g, first[g]) for g in graphs])
+        untrained = [first[g]["baselines"]["untrained encoder"]["score_mean"] for g in graphs]
+        rows.append(
+            [f"{head} minus its untrained encoder"]
+            + [f"{first[g]['score_mean'] - u:+.2f}" for g, u in zip(graphs, untrained, strict=True)]
+        )
+    else:
+        rows += [
+            earlier[label]
+            for label in (f"target for {head}", f"{head} minus its untrained encoder")
+            if label in earlier
         ]
-    )
-    seeds = ", ".join(f"{g} {len(first[g]['seeds'])}" for g in graphs)
-    configs = {}  # the graphs that share a configuration, together
-    for g in graphs:
-        key = json.dumps(first[g]["config"], sort_keys=True)
-        configs.setdefault(key, []).append(g)
+    seeds = ", ".join(f"{g} {seeds[g]}" for g in graphs)
+    configs = {}  # the first method's graphs that share a configuration, together
+    for g in first:
+        configs.setdefault(json.dumps(first[g]["config"], sort_keys=True), []).append(g)
     configs = {", ".join(gs): json.loads(key) for key, gs in configs.items()}
+    if not measured:  # the earlier run's, with its rows
+        configs = saved_table("node_classification")["config"]["configurations"] if earlier else {}
     notes = (
         "Score in percent, mean ± std over the seeds (Cora: a training run and a random split "
         "per seed; heterophilous graphs: seed i trains on and is probed with shipped split i). "
@@ -292,10 +296,13 @@ def write_tables(
         command=command,
         config={"overrides": overrides, "configurations": configs},
     )
+    earlier_ms = earlier_rows("node_classification_time", columns=["method", *graphs])
     time_rows = [
         [m] + [round(results[g, m]["epoch_ms"]) if (g, m) in results else None for g in graphs]
-        for m in methods
         if any((g, m) in results for g in graphs)
+        else earlier_ms[m]
+        for m in methods
+        if m in earlier_ms or any((g, m) in results for g in graphs)
     ]
     save_table(
         "node_classification_time",

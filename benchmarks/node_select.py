@@ -37,8 +37,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _results import save_table  # benchmarks/_results.py
+from _results import earlier_rows, save_table  # benchmarks/_results.py
 from _runner import Journal
+from scipy.stats import rankdata
 
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
@@ -122,6 +123,12 @@ def run(candidates: list[dict], graphs: list[str], splits: int, out: Path) -> No
     )
 
 
+def cell_means(text: str) -> tuple[float, float]:
+    """The validation and test means of a cell ``"validation / test ± std"``."""
+    validation, _, test = text.partition(" / ")
+    return float(validation), float(test.split()[0])
+
+
 def table(
     candidates: list[dict],
     graphs: list[str],
@@ -133,26 +140,41 @@ def table(
 ) -> None:
     """Validation (the choice) and test scores per graph, each candidate's mean rank over
     the graphs by validation score, and on how many graphs it beats both raw-feature probes
-    on test; the notes name the trained candidate with the best mean validation rank."""
+    on test; the notes name the trained candidate with the best mean validation rank. A
+    candidate without a record on every graph keeps its row of the table's earlier run
+    (``earlier_rows``, labelled with the date it was measured), its scores read off it."""
     records = {(r["candidate"], r["dataset"]): r for r in Journal(out).values()}
-    chosen = [c for c in candidates if all((c["name"], g) in records for g in graphs)]
+    earlier = earlier_rows(name, columns=["candidate", *graphs])
+    means, labels, cells = {}, {}, {}  # candidate -> graph -> (validation, test) means
+    for c in candidates:
+        n = c["name"]
+        if all((n, g) in records for g in graphs):
+            rs = [records[n, g] for g in graphs]
+            means[n] = [(np.mean(r["validation"]), np.mean(r["test"])) for r in rs]
+            labels[n] = n
+            cells[n] = [
+                f"{np.mean(r['validation']):.1f} / {np.mean(r['test']):.1f} ± "
+                f"{np.std(r['test']):.1f}"
+                for r in rs
+            ]
+        elif (row := earlier.get(n.split(" (")[0])) is not None:
+            labels[n], cells[n] = row[0], row[1 : 1 + len(graphs)]
+            means[n] = [cell_means(text) for text in cells[n]]
+    chosen = [c for c in candidates if c["name"] in means]
     names = [c["name"] for c in chosen]
-    val = np.array([[np.mean(records[n, g]["validation"]) for g in graphs] for n in names])
-    ranks = (-val).argsort(0).argsort(0) + 1  # rank 1: the best validation score on a graph
+    val = np.array([[v for v, _ in means[n]] for n in names])
+    # rank 1: the best validation score on a graph; tied scores (an earlier row's rounded
+    # means) share the mean of their ranks
+    ranks = rankdata(-val, axis=0)
     raw = [n for n in RAW if n in names]
-    floor = {g: max(np.mean(records[n, g]["test"]) for n in raw) for g in graphs} if raw else {}
+    floor = [max(means[n][j][1] for n in raw) for j in range(len(graphs))] if raw else []
     columns = ["candidate", *graphs, "mean validation rank"]
     columns += ["graphs above the raw probes (test)"] if floor else []
     rows = []
     for i, candidate in enumerate(names):
-        cells = []
-        for g in graphs:
-            r = records[candidate, g]
-            test = f"{np.mean(r['test']):.1f} ± {np.std(r['test']):.1f}"
-            cells.append(f"{np.mean(r['validation']):.1f} / {test}")
-        rows.append([candidate, *cells, round(float(ranks[i].mean()), 2)])
+        rows.append([labels[candidate], *cells[candidate], round(float(ranks[i].mean()), 2)])
         if floor:
-            wins = sum(np.mean(records[candidate, g]["test"]) > floor[g] for g in graphs)
+            wins = sum(t > f for (_, t), f in zip(means[candidate], floor, strict=True))
             rows[-1].append(None if candidate in RAW else f"{wins}/{len(graphs)}")
     trained = [
         (float(ranks[i].mean()), n)

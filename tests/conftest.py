@@ -21,6 +21,12 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# under pytest-xdist (``-n 2`` on two cores): one thread per worker and per process a test
+# launches, for two processes of two OpenMP threads each on two cores slow torch many-fold
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    torch.set_num_threads(1)
+
 
 @pytest.fixture(autouse=True)
 def _seed():

@@ -90,3 +90,70 @@ def test_node_classification_merges_its_parts_into_one_row(tmp_path, monkeypatch
         "overrides": {"bgrl": {"epochs": 2}},
         "configurations": {"texas": {"hidden": 16}},
     }
+
+
+def test_node_classification_keeps_the_earlier_rows_of_methods_not_in_the_journal(
+    tmp_path, monkeypatch
+):
+    """A method re-measured replaces its row; one without parts, and the baselines and target
+    rows of a first method without parts, keep the earlier table's rows, labelled with the
+    date they were measured; so does the time table."""
+    import json
+
+    import _results
+    import node_classification as nc
+
+    monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
+    columns = ["method", "texas (splits, accuracy)"]
+    earlier = [[name, "50.00 ± 1.00"] for name in nc.BASELINES]
+    earlier += [["default (cca_ssg)", "80.00 ± 2.00"], ["grace", "70.00 ± 0.00 (1 seeds)"]]
+    earlier += [["target for default (see the notes)", "met"]]
+    earlier += [["default minus its untrained encoder", "+30.00"]]
+    config = {"configurations": {"texas": {"hidden": 16}}}
+    for name, rows, cols in (
+        ("node_classification", earlier, columns),
+        ("node_classification_time", [["default", 5], ["grace", 7]], ["method", "texas"]),
+    ):
+        _results.save_table(name, "Node classification", "t", cols, rows, command="c", config=config)
+    old = json.loads((tmp_path / "results" / "node_classification.json").read_text())["date"]
+    part = {"method": "grace", "protocol": "splits", "metric": "accuracy", "seeds": [0]}
+    part |= {"scores": [60.0], "score_mean": 60.0, "score_std": 0.0, "epoch_ms": 9.0}
+    part |= {"final_loss": 1.0, "peak_rss_mb": 1.0, "config": {"hidden": 8}}
+    journal = Journal(tmp_path / "node.jsonl")
+    journal.add(("texas", "grace", 0), part)
+    nc.write_tables(["texas"], ["default", "grace"], journal, "python x.py", {})
+    table = json.loads((tmp_path / "results" / "node_classification.json").read_text())
+    rows = {row[0]: row[1] for row in table["rows"]}
+    label = f" (measured {old})"
+    assert rows[f"raw features{label}"] == "50.00 ± 1.00"
+    assert rows[f"default (cca_ssg){label}"] == "80.00 ± 2.00"
+    assert rows[f"target for default (see the notes){label}"] == "met"
+    assert rows["grace"] == "60.00 ± 0.00 (1 seeds)"  # measured now, against the 10 seeds
+    assert table["config"]["configurations"] == {"texas": {"hidden": 16}}
+    times = json.loads((tmp_path / "results" / "node_classification_time.json").read_text())
+    assert times["rows"] == [[f"default{label}", 5], ["grace", 9]]
+
+
+def test_node_select_ranks_earlier_rows_with_the_measured_candidates(tmp_path, monkeypatch):
+    """A candidate without records keeps its earlier row (labelled with its date) and its
+    scores, read off the cell, take part in the ranking: tied means share their ranks."""
+    import json
+
+    import _results
+    import node_select as ns
+
+    monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
+    columns = ["candidate", "texas", "cornell", "mean validation rank"]
+    rows = [["a", "80.0 / 70.0 ± 1.0", "60.0 / 50.0 ± 1.0", 1.0]]
+    rows += [["b (kept)", "70.0 / 65.0 ± 1.0", "60.0 / 55.0 ± 1.0", 2.0]]
+    _results.save_table("sel", "Node classification", "t", columns, rows, command="c")
+    journal = Journal(tmp_path / "sel.jsonl")
+    for graph, validation in (("texas", 90.0), ("cornell", 50.0)):
+        record = {"candidate": "c", "dataset": graph, "validation": [validation], "test": [1.0]}
+        journal.add(("c", graph), record)
+    candidates = [{"name": n, "method": "grace"} for n in ("a", "b (kept)", "c", "d")]
+    ns.table(candidates, ["texas", "cornell"], 1, tmp_path / "sel.jsonl", "sel", "cmd")
+    table = json.loads((tmp_path / "results" / "sel.json").read_text())
+    ranks = {row[0].split(" (")[0]: row[-1] for row in table["rows"]}
+    assert ranks == {"a": 1.75, "b": 2.25, "c": 2.0}  # texas: c, a, b; cornell: a = b, c
+    assert table["rows"][1][0].startswith("b (kept) (measured ")
