@@ -89,7 +89,7 @@ def config_from(args):
     from cl2gnn.node import NodeConfig
 
     changes = dict(
-        hidden=args.hidden,
+        out_channels=args.hidden,  # the option keeps its name: the recorded commands use it
         proj_hidden=args.hidden,
         encoder=args.encoder,
         epochs=args.epochs,
@@ -121,7 +121,12 @@ def training_arguments(parser, out: str) -> None:
     parser.add_argument("--epochs", type=cmdline.positive_int, default=1)
     parser.add_argument("--batch-size", type=cmdline.positive_int, default=1024)
     parser.add_argument("--num-neighbors", type=cmdline.int_range(-1), nargs=2, default=[10, 10])
-    parser.add_argument("--hidden", type=cmdline.positive_int, default=128)
+    parser.add_argument(
+        "--hidden",
+        type=cmdline.positive_int,
+        default=128,
+        help="the encoder's output width (NodeConfig.out_channels) and the head's",
+    )
     parser.add_argument("--encoder", choices=("gcn", "sage"), default="gcn")
     parser.add_argument("--lr", type=cmdline.positive_float, default=1e-3)
     parser.add_argument("--num-keys", type=cmdline.positive_int)

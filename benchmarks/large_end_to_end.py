@@ -72,7 +72,7 @@ def measure(args) -> dict:
         "edges": data.edge_index.size(1),
         "csc_in_place": trainer.loader.node_sampler.edge_permutation is None,
         "encoder": config.encoder,
-        "hidden": config.hidden,
+        "hidden": config.out_channels,
         "batch_size": config.batch_size,
         "num_neighbors": list(config.fan_outs()),
         "steps_per_epoch": trainer.steps_per_epoch,

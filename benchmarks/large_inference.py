@@ -150,7 +150,12 @@ def arguments(parser) -> None:
     parser.add_argument("--preset", choices=_large.PRESETS, default="products")
     parser.add_argument("--nodes", type=cmdline.positive_int, help="at the preset's mean degree")
     parser.add_argument("--encoder", choices=("gcn", "sage", "gat"), default="gcn")
-    parser.add_argument("--hidden", type=cmdline.positive_int, default=128)
+    parser.add_argument(
+        "--hidden",
+        type=cmdline.positive_int,
+        default=128,
+        help="the encoder's output width (GraphEncoder's out_channels)",
+    )
     parser.add_argument("--batch-size", type=cmdline.positive_int, default=1024)
     parser.add_argument("--rounds", type=cmdline.positive_int, default=2)
     parser.add_argument("--out", type=cmdline.output_file, default=OUT)

@@ -57,8 +57,8 @@ def measure(args) -> dict:
     classes = int(data.y.max()) + 1
     in_dim = data.x.size(1)
     contrastive = MinibatchTrainer(data, "grace", config, seed=0)  # cl2gnn's training step
-    supervised = GraphEncoder(in_dim, config.hidden, config.activation, "sage")
-    classifier = torch.nn.Linear(config.hidden, classes)
+    supervised = GraphEncoder(in_dim, config.out_channels, config.activation, "sage")
+    classifier = torch.nn.Linear(config.out_channels, classes)
     supervised_opt = torch.optim.Adam(
         [*supervised.parameters(), *classifier.parameters()], lr=config.learning_rate
     )
@@ -98,7 +98,7 @@ def measure(args) -> dict:
         "preset": args.preset,
         "mode": "steps",
         "encoder": config.encoder,
-        "hidden": config.hidden,
+        "hidden": config.out_channels,
         "batch_size": config.batch_size,
         "num_neighbors": list(config.fan_outs()),
         "steps": args.steps,

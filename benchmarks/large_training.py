@@ -85,7 +85,7 @@ def measure(args) -> dict:
         "mode": args.mode,
         "processes": world,
         "encoder": config.encoder,
-        "hidden": config.hidden,
+        "hidden": config.out_channels,
         "epochs": config.epochs,
         "batch_size": config.batch_size,
         "num_neighbors": list(config.fan_outs()) if config.batch_size else None,

@@ -167,7 +167,7 @@ def widths(graphs: list[str], values: list[int]) -> None:
         _, method, base = next(c for c in candidates(data) if c[1] == "graphacl")
         row = [graph]
         for width in values:
-            config = base.with_overrides(hidden=width, first_hidden=width)
+            config = base.with_overrides(out_channels=width, hidden_channels=width)
             start, scores = time.perf_counter(), []
             for seed in scoring_seeds(data, range(10)):
                 result = train_run(data, method, config, seed=seed, progress=False)

@@ -113,15 +113,15 @@ def node_command(
 ) -> list[str]:
     """The ``cl2gnn node`` command line of seeds ``first … first + n - 1`` of one method
     (``default``: the command's own choice) on one graph under the graph's own protocol; the
-    fields of ``overrides`` from a ``--config`` file beside ``json_path``, ``hidden`` as
-    ``--hidden`` (which keeps the layers' ratios)."""
+    fields of ``overrides`` from a ``--config`` file beside ``json_path``, ``out_channels``
+    as ``--out-channels`` (which keeps the layers' ratios)."""
     command = [sys.executable, "-W", "ignore", "-m", "cl2gnn", "node", "--dataset", dataset]
     command += [] if method == DEFAULT else ["--method", method]
     command += ["--seeds", str(n), "--seed", str(first), "--no-progress", "--json", json_path]
     command += ["--baselines"] if baselines else []
     fields = dict(overrides)
-    if "hidden" in fields:
-        command += ["--hidden", str(fields.pop("hidden"))]
+    if "out_channels" in fields:
+        command += ["--out-channels", str(fields.pop("out_channels"))]
     if fields:
         config = Path(json_path).with_suffix(".config.json")
         config.write_text(json.dumps(fields))

@@ -4,7 +4,7 @@ layers, and both layers multiplied ``k`` more times by GCN's normalised adjacenc
 (GRACE protocol and public split); and, on the public split, with other feature scalings,
 a finer ``C`` grid, and the Adam-trained probe behind CCA-SSG's and GraphMAE's numbers.
 
-    python benchmarks/node_readout.py --methods grace neighbors --hidden 256 --seeds 3
+    python benchmarks/node_readout.py --methods grace neighbors --out-channels 256 --seeds 3
 
 Accuracy in percent, mean ± std over seeds 0 … n−1, printed as two Markdown tables. The
 options are checked before torch loads (``prog: error: ...``, exit 2), the dataset's public
@@ -41,10 +41,12 @@ def probes() -> dict:
     }
 
 
-def readouts(embedding: torch.Tensor, hidden: int, adj: torch.Tensor, hops: list[int]) -> dict:
+def readouts(
+    embedding: torch.Tensor, out_channels: int, adj: torch.Tensor, hops: list[int]
+) -> dict:
     from torch_geometric.utils import spmm
 
-    out = {"last layer": embedding[:, -hidden:], "concat": embedding}  # the last layer last
+    out = {"last layer": embedding[:, -out_channels:], "concat": embedding}  # the last layer last
     for k in range(1, max(hops, default=0) + 1):
         embedding = spmm(adj, embedding)
         if k in hops:
@@ -63,7 +65,12 @@ def main() -> None:
         "--dataset", type=cmdline.dataset_argument, default="Cora", help="with a public split"
     )
     parser.add_argument("--methods", nargs="+", choices=METHODS, default=["grace", "neighbors"])
-    parser.add_argument("--hidden", type=cmdline.positive_int, default=256)
+    parser.add_argument(
+        "--out-channels",
+        type=cmdline.positive_int,
+        default=256,
+        help="the encoder's last layer's width, and the projection head's",
+    )
     parser.add_argument("--epochs", type=cmdline.positive_int, help="default: the dataset's")
     parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
     parser.add_argument(
@@ -91,7 +98,10 @@ def run(args) -> None:
     make_split("public", data, 0)  # a dataset without one fails here, before any training
     probe_fns = probes()
     config = default_config(data.name).with_overrides(
-        hidden=args.hidden, proj_hidden=args.hidden, embedding="concat", epochs=args.epochs
+        out_channels=args.out_channels,
+        proj_hidden=args.out_channels,
+        embedding="concat",
+        epochs=args.epochs,
     )
     edge_index, weight = gcn_norm(data.edge_index, None, data.num_nodes, add_self_loops=True)
     adj = to_torch_csr_tensor(edge_index.flip(0), weight, size=(data.num_nodes,) * 2)
@@ -99,7 +109,7 @@ def run(args) -> None:
     for method in args.methods:
         for seed in range(args.seeds):
             embedding = train_node_model(data, method, config, seed=seed, progress=False).embeddings
-            for name, feats in readouts(embedding, config.hidden, adj, args.hops).items():
+            for name, feats in readouts(embedding, config.out_channels, adj, args.hops).items():
                 for protocol in ("grace", "public"):
                     split = make_split(protocol, data, seed)
                     accuracy = probe_score(feats, data.y, split, seed)

@@ -98,7 +98,7 @@ def random_encoder(data: Data, config: NodeConfig, seed: int) -> torch.Tensor:
     from cl2gnn.node.models import GraphEncoder
 
     seed_everything(seed)
-    encoder = GraphEncoder(data.num_features, config.hidden, config.activation).eval()
+    encoder = GraphEncoder(data.num_features, config.out_channels, config.activation).eval()
     with torch.no_grad():
         return encoder(data.x, data.edge_index)  # its last layer, called as PyG's models are
 

@@ -29,12 +29,12 @@ torch.manual_seed(args.seed)
 class Encoder(torch.nn.Module):
     """GRACE's 2-layer GCN (first layer twice as wide) with a projection head for the loss."""
 
-    def __init__(self, in_channels: int, hidden: int = 128) -> None:
+    def __init__(self, in_channels: int, out_channels: int = 128) -> None:
         super().__init__()
-        self.conv1 = GCNConv(in_channels, 2 * hidden)
-        self.conv2 = GCNConv(2 * hidden, hidden)
-        self.fc1 = torch.nn.Linear(hidden, hidden)
-        self.fc2 = torch.nn.Linear(hidden, hidden)
+        self.conv1 = GCNConv(in_channels, 2 * out_channels)
+        self.conv2 = GCNConv(2 * out_channels, out_channels)
+        self.fc1 = torch.nn.Linear(out_channels, out_channels)
+        self.fc2 = torch.nn.Linear(out_channels, out_channels)
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor) -> torch.Tensor:
         x = F.relu(self.conv1(x, edge_index))

@@ -61,10 +61,10 @@ def identity_error(op, x, *args, **kwargs):
     return float((op(x, *args, **kwargs) - (x - op.step * grad)).abs().max())
 
 
-def node_method(name, num_nodes, hidden, temperature, graph=None, **config):
+def node_method(name, num_nodes, width, temperature, graph=None, **config):
     """Node method ``name`` (its class from the registry) for a graph of ``num_nodes``
-    nodes and projections of width ``hidden``; ``config`` further NodeConfig fields."""
+    nodes and projections of width ``width``; ``config`` further NodeConfig fields."""
     from cl2gnn.node import NodeConfig, make_method
 
-    settings = NodeConfig(temperature=temperature, hidden=hidden, proj_hidden=hidden, **config)
-    return make_method(name, settings, dim=hidden, num_nodes=num_nodes, graph=graph)
+    settings = NodeConfig(temperature=temperature, out_channels=width, proj_hidden=width, **config)
+    return make_method(name, settings, dim=width, num_nodes=num_nodes, graph=graph)

@@ -72,7 +72,7 @@ def test_node_classification_merges_its_parts_into_one_row(tmp_path, monkeypatch
     def part(method, seed, score):
         result = {"method": method, "protocol": "splits", "metric": "accuracy", "seeds": [seed]}
         result |= {"scores": [score], "score_mean": score, "score_std": 0.0, "epoch_ms": 10.0}
-        result |= {"final_loss": 1.0, "peak_rss_mb": 1.0, "config": {"hidden": 16}}
+        result |= {"final_loss": 1.0, "peak_rss_mb": 1.0, "config": {"out_channels": 16}}
         return result | ({"baselines": baselines} if method == "grace" else {})
 
     journal = Journal(tmp_path / "node.jsonl")
@@ -88,7 +88,7 @@ def test_node_classification_merges_its_parts_into_one_row(tmp_path, monkeypatch
     )
     assert table["config"] == {
         "overrides": {"bgrl": {"epochs": 2}},
-        "configurations": {"texas": {"hidden": 16}},
+        "configurations": {"texas": {"out_channels": 16}},
     }
 
 

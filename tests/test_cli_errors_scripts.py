@@ -132,14 +132,14 @@ ARGUMENT_ERRORS = [
 # one bad value of each kind, named with its file and entry
 CONFIG_ERRORS = [
     (
-        '[{"method": "grace", "hidden": 0}]',
-        "entry 1: NodeConfig.hidden must be an integer >= 1, got 0",
+        '[{"method": "grace", "out_channels": 0}]',
+        "entry 1: NodeConfig.out_channels must be an integer >= 1, got 0",
     ),
     (
         '[{"method": "grace"}, {"method": "nope"}]',
         f"entry 2: method must be one of {', '.join(METHODS)},",
     ),
-    ('[{"method": "grace"}, {"hidden": 8}]', "entry 2: method must be one of"),
+    ('[{"method": "grace"}, {"out_channels": 8}]', "entry 2: method must be one of"),
     ('[{"method": "grace", "hiden": 256}]', "entry 1: NodeConfig has no field 'hiden'"),
     (
         '[{"method": "grace", "drop_edge": [0.2, 1.5]}]',

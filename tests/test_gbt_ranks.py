@@ -25,7 +25,9 @@ def _rank_results(rank, world, lam, dead):
     def loss(h1, h2):
         return barlow_twins_loss(h1, h2, lam, "gather")
 
-    return _ranks.rank_results(rank, world, loss, "gbt", NodeConfig(hidden=_ranks.WIDTH), dead)
+    return _ranks.rank_results(
+        rank, world, loss, "gbt", NodeConfig(out_channels=_ranks.WIDTH), dead
+    )
 
 
 @pytest.fixture(scope="module", params=sorted(_ranks.SIZES), ids=lambda w: f"{w}ranks")

@@ -99,7 +99,7 @@ def tiny_graph():
     return Data(x=torch.rand(12, 6, generator=gen, dtype=f64), edge_index=edges, num_nodes=12)
 
 
-CONFIG = NodeConfig(hidden=4, layers=1, activation="prelu", epochs=2, diffusion_k=5)
+CONFIG = NodeConfig(out_channels=4, layers=1, activation="prelu", epochs=2, diffusion_k=5)
 
 
 @pytest.fixture
@@ -231,7 +231,7 @@ def test_diffusion_refuses_bad_arguments(kwargs, name):
 
 
 def test_mvgrl_trains_full_batch_and_refuses_mini_batches(digits):
-    config = NodeConfig(hidden=16, layers=1, activation="prelu", epochs=3, diffusion_k=16)
+    config = NodeConfig(out_channels=16, layers=1, activation="prelu", epochs=3, diffusion_k=16)
     untrained = train_node_model(digits, "mvgrl", config.with_overrides(epochs=0), progress=False)
     result = train_node_model(digits, "mvgrl", config, progress=False)
     assert all(math.isfinite(v) for v in result.losses)

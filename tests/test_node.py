@@ -165,7 +165,7 @@ def test_sparse_features_equal_the_masked_dense_path(conv):
     masked = sparse.with_column_mask(mask)
     assert torch.equal(masked.to_dense(), x * mask)
     out = embeds_as_dense(encoder, graph, masked, x * mask)
-    assert out.shape == (30, 3 * 8)  # both layers: 2·hidden + hidden
+    assert out.shape == (30, 3 * 8)  # both layers: 2·out_channels + out_channels
 
 
 @pytest.mark.parametrize(  # GAT's edge lists are not trimmed
@@ -221,7 +221,7 @@ def test_mask_features_masks_columns_as_mask_feature_draws_them(p):
 def test_concat_embedding_option(digits):
     config = default_config("digits-knn").with_overrides(epochs=2, embedding="concat")
     result = train_node_model(digits, "grace", config, progress=False)
-    assert result.embeddings.shape == (digits.num_nodes, 3 * config.hidden)
+    assert result.embeddings.shape == (digits.num_nodes, 3 * config.out_channels)
     with pytest.raises(ValueError, match="embedding"):
         config.with_overrides(embedding="sum")
 
@@ -229,9 +229,9 @@ def test_concat_embedding_option(digits):
 def test_cli_embedding_and_width_flags(tmp_path):
     out = tmp_path / "r.json"
     args = ["node", "--method", "grace", "--seeds", "1", "--epochs", "2", "--embedding", "concat"]
-    assert main([*args, "--hidden", "16", "--json", str(out), "--no-progress"]) == 0
+    assert main([*args, "--out-channels", "16", "--json", str(out), "--no-progress"]) == 0
     config = json.loads(out.read_text())["config"]
-    assert config["embedding"] == "concat" and config["hidden"] == config["proj_hidden"] == 16
+    assert config["embedding"] == "concat" and config["out_channels"] == config["proj_hidden"] == 16
     assert config["normalize_features"] is False and config["neighbor_weight"] == 1.0
     args = ["node", "--seeds", "1", "--epochs", "2", "--method", "neighbors"]
     args += ["--neighbor-weight", "0.5", "--normalize-features", "--json", str(out)]
@@ -342,7 +342,7 @@ def test_module_objective_parameters_are_trained(digits):
     class ExtraHead(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.lin = torch.nn.Linear(config.hidden, config.hidden)
+            self.lin = torch.nn.Linear(config.out_channels, config.out_channels)
 
         def forward(self, z1, z2, h1, h2):
             return info_nce(self.lin(z1), self.lin(z2), temperature=config.temperature)

@@ -16,7 +16,7 @@ from cl2gnn.node.auto import choose_method
 
 from .test_scaleout import _join, _spawn
 
-SMALL = dict(hidden=8, first_hidden=16, proj_hidden=8, predictor_hidden=8, epochs=15)
+SMALL = dict(out_channels=8, hidden_channels=16, proj_hidden=8, predictor_hidden=8, epochs=15)
 
 
 def graph_with_splits(seed=0):

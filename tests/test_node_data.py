@@ -189,13 +189,16 @@ def test_probe_chooses_c_on_the_validation_nodes_only(metric):
 def test_two_classes_are_scored_by_roc_auc(tmp_path):
     arrays = graph_arrays(classes=2)
     path = write(tmp_path / "binary.npz", arrays)
-    (result,) = run_node(path, OTHER_GRAPHS_METHOD, epochs=2, progress=False, hidden=8)
+    (result,) = run_node(path, OTHER_GRAPHS_METHOD, epochs=2, progress=False, out_channels=8)
     assert result["metric"] == "roc_auc" and result["protocol"] == "splits"
     data = load_node_dataset(path)
     assert metric_for(data.y) == "roc_auc"
     # the scores are ROC-AUCs of the probe's probabilities: the reference, split by split
     # the default method of a graph without a published configuration, at width 8
-    method, size = default_method(data.name), {"hidden": 8, "first_hidden": 8, "proj_hidden": 8}
+    method, size = (
+        default_method(data.name),
+        {"out_channels": 8, "hidden_channels": 8, "proj_hidden": 8},
+    )
     assert result["method"] == method == OTHER_GRAPHS_METHOD
     config = default_config(data.name, method).with_overrides(**size, epochs=2)
     for seed, score in enumerate(result["scores"]):
@@ -208,7 +211,7 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
 def test_run_node_on_splits_with_baselines(tmp_path):
     path = write(tmp_path / "g.npz", graph_arrays(n=120, splits=3))
     # a short run that moves the encoder; the single default's encoder and read-out
-    train = {"hidden": 8, "learning_rate": 0.05, "encoder": "sage", "embedding": "layers"}
+    train = {"out_channels": 8, "learning_rate": 0.05, "encoder": "sage", "embedding": "layers"}
     method = default_method(load_node_dataset(path))
     (result,) = run_node(path, method, epochs=10, baselines=True, progress=False, **train)
     assert result["seeds"] == [0, 1, 2] and result["protocol"] == "splits"
@@ -224,7 +227,7 @@ def test_run_node_on_splits_with_baselines(tmp_path):
     standardised = [probe(data.x, s, scaling="standard")["test"] for s in range(3)]
     assert base["raw features, standardised"]["scores"] == pytest.approx(standardised)
     # the untrained encoder: the same seeded initialisation, no training step
-    size = {"hidden": 8, "first_hidden": 8, "proj_hidden": 8}
+    size = {"out_channels": 8, "hidden_channels": 8, "proj_hidden": 8}
     method = default_method(data.name)
     config = default_config(data.name, method).with_overrides(
         **size, epochs=0, learning_rate=0.05, encoder="sage", embedding="layers"
@@ -241,7 +244,7 @@ def test_run_node_on_splits_with_baselines(tmp_path):
 
 def test_untrained_encoder_is_the_seeded_initialisation(tmp_path):
     data = load_node_dataset(write(tmp_path / "g.npz", graph_arrays()))
-    config = NodeConfig(hidden=8, proj_hidden=8)
+    config = NodeConfig(out_channels=8, proj_hidden=8)
     untrained = train_node_model(
         data, "grace", config.with_overrides(epochs=0), seed=1, progress=False
     )
@@ -256,7 +259,7 @@ def test_untrained_encoder_is_the_seeded_initialisation(tmp_path):
 def test_cli_runs_a_user_file_with_baselines(tmp_path, capsys):
     path = write(tmp_path / "g.npz", graph_arrays())
     out = tmp_path / "r.json"
-    args = ["node", "--dataset", path, "--method", "grace", "--epochs", "2", "--hidden", "8"]
+    args = ["node", "--dataset", path, "--method", "grace", "--epochs", "2", "--out-channels", "8"]
     args.append("--baselines")
     assert main([*args, "--json", str(out), "--no-progress"]) == 0
     result = json.loads(out.read_text())

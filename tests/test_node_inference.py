@@ -37,9 +37,9 @@ def edge_case_graph(sparse_features=False):
 ENCODERS = {
     "gcn": dict(conv="gcn"),
     "gcn without self-loops": dict(conv="gcn", self_loops=False),
-    "gcn, narrow first layer": dict(conv="gcn", first_hidden=4),
+    "gcn, narrow first layer": dict(conv="gcn", hidden_channels=4),
     "sage": dict(conv="sage"),
-    "sage, narrow first layer, batch norm": dict(conv="sage", first_hidden=4, batch_norm=True),
+    "sage, narrow first layer, batch norm": dict(conv="sage", hidden_channels=4, batch_norm=True),
     "gat": dict(conv="gat"),
 }
 
@@ -51,7 +51,7 @@ def test_layerwise_inference_equals_the_full_graph_forward(name, readout, sparse
     torch.manual_seed(0)
     data = edge_case_graph(sparse)
     kwargs = ENCODERS[name]
-    # hidden 16 widens the 24 dense features (propagated first), 200 sparse ones narrow
+    # out_channels 16 widens the 24 dense features (propagated first), 200 sparse ones narrow
     encoder = GraphEncoder(data.x.size(1), 16, "prelu", readout=readout, **kwargs).eval()
     if kwargs.get("batch_norm"):  # statistics of their own, not the identity's
         for norm in encoder.norms:
@@ -80,7 +80,7 @@ def test_a_trimmed_step_equals_the_untrimmed_step(conv):
     # the rows the trimming drops never reach the seeds: the same loss and gradients
     data = edge_case_graph()
     config = NodeConfig(
-        hidden=8, proj_hidden=8, encoder=conv, epochs=1, batch_size=12, num_neighbors=(4, 3)
+        out_channels=8, proj_hidden=8, encoder=conv, epochs=1, batch_size=12, num_neighbors=(4, 3)
     )
     results = []
     for trim in (True, False):

@@ -23,7 +23,13 @@ from cl2gnn.node import (
     train_node_model,
 )
 
-FAST = {"epochs": 3, "hidden": 8, "first_hidden": 16, "proj_hidden": 8, "predictor_hidden": 8}
+FAST = {
+    "epochs": 3,
+    "out_channels": 8,
+    "hidden_channels": 16,
+    "proj_hidden": 8,
+    "predictor_hidden": 8,
+}
 
 
 def community_graph(n=60, features=6, seed=0):
@@ -236,6 +242,15 @@ def test_save_load_and_embed_round_trip(tmp_path):
         assert torch.equal(loaded(data.x, data.edge_index), result.embeddings)
     checkpoint = torch.load(folder / "encoder.pt", weights_only=True)
     assert checkpoint["config"]["encoder"] == "sage" and checkpoint["method"] == "grace"
+    # a checkpoint saved before the encoder's arguments took PyG's names still loads
+    old = {"in_dim": "in_channels", "hidden": "out_channels", "first_hidden": "hidden_channels"}
+    spec = checkpoint["spec"]
+    checkpoint["spec"] = {o: spec[n] for o, n in old.items()} | {
+        k: v for k, v in spec.items() if k not in old.values()
+    }
+    torch.save(checkpoint, folder / "encoder.pt")
+    with torch.no_grad():
+        assert torch.equal(load_encoder(folder)(data.x, data.edge_index), result.embeddings)
 
 
 def test_a_users_encoder_is_saved_as_its_state_dict(tmp_path):
@@ -313,7 +328,7 @@ def test_cli_save_and_embed(tmp_path, capsys):
         ("drop_feature", (0.2, -0.1), ["--drop-feature", "0.2", "-0.1"]),
         ("layers", 0, ["--layers", "0"]),
         ("neighbor_weight", 0.0, ["--neighbor-weight", "0"]),
-        ("hidden", 0, ["--hidden", "0"]),
+        ("out_channels", 0, ["--out-channels", "0"]),
     ],
 )
 def test_one_verdict_from_the_library_the_command_and_the_benchmarks(
@@ -373,7 +388,7 @@ def test_every_method_accepts_default_config_of_an_unknown_graph(method, graph):
     data = community_graph()
     target = data if graph == "hand-built Data" else graph
     config = default_config(target, method).with_overrides(
-        epochs=1, hidden=8, first_hidden=8, proj_hidden=8, predictor_hidden=8
+        epochs=1, out_channels=8, hidden_channels=8, proj_hidden=8, predictor_hidden=8
     )
     result = train_node_model(data, method, config, progress=False)
     assert len(result.losses) == 1

@@ -136,7 +136,7 @@ def test_references_tell_the_losses_apart():
 
 
 def test_bgrl_aligns_each_prediction_with_the_other_views_target():
-    config = NodeConfig(hidden=8, batch_norm=True, activation="prelu", predictor_hidden=16)
+    config = NodeConfig(out_channels=8, batch_norm=True, activation="prelu", predictor_hidden=16)
     encoder, batch = encoder_and_batch(config)
     method = make_method("bgrl", config, dim=8, num_nodes=6, encoder=encoder)
     loss = method(encoder, batch)
@@ -176,7 +176,7 @@ def test_target_moves_by_the_moving_average(cosine):
 
 
 def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
-    config = NodeConfig(hidden=3, first_hidden=5, decorrelation=0.2)
+    config = NodeConfig(out_channels=3, hidden_channels=5, decorrelation=0.2)
     encoder, batch = encoder_and_batch(config)
     method = make_method("cca_ssg", config, dim=3, num_nodes=6, encoder=encoder)
     h = [view(encoder) for view in batch.views]
@@ -185,7 +185,9 @@ def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
 
 @pytest.mark.parametrize("self_loops", [False, True])
 def test_graphacl_dense_form_uses_every_neighbor_and_node(self_loops):
-    config = NodeConfig(hidden=4, samples_per_node=None, temperature=0.7, self_loops=self_loops)
+    config = NodeConfig(
+        out_channels=4, samples_per_node=None, temperature=0.7, self_loops=self_loops
+    )
     encoder, batch = encoder_and_batch(config)
     method = make_method("graphacl", config, dim=4, num_nodes=6, encoder=encoder)
     with torch.no_grad():  # the target apart from the online encoder, as after training
@@ -237,7 +239,7 @@ def test_sample_neighbors_draws_without_replacement_and_pads_short_nodes():
 
 @pytest.mark.parametrize("method", FIELD)
 def test_field_method_trains_full_batch_and_in_mini_batches(method, digits):
-    config = NodeConfig(hidden=16, first_hidden=32, epochs=3, predictor_hidden=16)
+    config = NodeConfig(out_channels=16, hidden_channels=32, epochs=3, predictor_hidden=16)
     untrained = train_node_model(digits, method, config.with_overrides(epochs=0), progress=False)
     full = train_node_model(digits, method, config, progress=False)
     assert not torch.allclose(full.embeddings, untrained.embeddings)

@@ -105,7 +105,12 @@ def test_minibatch_training_learns():
     # both the raw features and the same encoder untrained
     data = contextual_sbm(400, 2400, 16, 4, homophily=0.6, feature_signal=1.5, seed=0)
     config = NodeConfig(
-        hidden=32, proj_hidden=32, epochs=8, learning_rate=5e-3, batch_size=64, num_neighbors=(5, 5)
+        out_channels=32,
+        proj_hidden=32,
+        epochs=8,
+        learning_rate=5e-3,
+        batch_size=64,
+        num_neighbors=(5, 5),
     )
     result = train_node_model(data, "grace", config, seed=0, progress=False)
     untrained = train_node_model(data, "grace", config.with_overrides(epochs=0), progress=False)
@@ -129,7 +134,9 @@ CONTRASTIVE_BATCH_METHODS = sorted(
 @pytest.mark.parametrize("method", CONTRASTIVE_BATCH_METHODS)
 def test_every_batch_method_trains_in_minibatches(method):
     data = small_graph(120)
-    config = NodeConfig(hidden=8, proj_hidden=8, epochs=2, batch_size=40, num_neighbors=(3, 3))
+    config = NodeConfig(
+        out_channels=8, proj_hidden=8, epochs=2, batch_size=40, num_neighbors=(3, 3)
+    )
     result = train_node_model(data, method, config, progress=False)
     untrained = train_node_model(data, method, config.with_overrides(epochs=0), progress=False)
     assert len(result.losses) == 2 and result.embeddings.shape == (120, 8)
@@ -147,7 +154,9 @@ def test_every_minibatch_method_trains_when_the_batch_size_does_not_divide_the_n
     if method == "cca_ssg" and rest == 1 and REGISTRY[method].min_batch_size < 2:
         pytest.xfail("CCA-SSG standardises over the seeds: cca_ssg.py needs min_batch_size = 2")
     data = small_graph(3 * 24 + rest)
-    config = NodeConfig(hidden=8, proj_hidden=8, epochs=2, batch_size=24, num_neighbors=(3, 3))
+    config = NodeConfig(
+        out_channels=8, proj_hidden=8, epochs=2, batch_size=24, num_neighbors=(3, 3)
+    )
     result = train_node_model(data, method, config, progress=False)
     assert len(result.losses) == 2 and all(math.isfinite(loss) for loss in result.losses)
 
@@ -163,14 +172,14 @@ def test_every_minibatch_method_trains_when_the_batch_size_does_not_divide_the_n
 )
 def test_a_batch_size_too_small_for_the_method_is_refused(method, nodes, batch_size, message):
     data = small_graph(nodes, 2)
-    config = NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=batch_size)
+    config = NodeConfig(out_channels=4, proj_hidden=4, epochs=1, batch_size=batch_size)
     with pytest.raises(ValueError, match=message) as error:
         train_node_model(data, method, config, progress=False)
     assert "\n" not in str(error.value)
 
 
 def test_epoch_refuses_fewer_than_one_step():
-    config = NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=16)
+    config = NodeConfig(out_channels=4, proj_hidden=4, epochs=1, batch_size=16)
     trainer = MinibatchTrainer(small_graph(60, 2), "grace", config)
     for steps in (0, -1):
         with pytest.raises(ValueError, match="max_steps must be an integer >= 1"):
@@ -192,7 +201,7 @@ def test_training_normalises_a_batch_as_inference_does(conv):
         return 0.0 * z1.sum()
 
     config = NodeConfig(
-        hidden=8,
+        out_channels=8,
         proj_hidden=8,
         encoder=conv,
         epochs=1,
@@ -223,13 +232,13 @@ def test_training_normalises_a_batch_as_inference_does(conv):
 def test_bad_minibatch_settings_are_refused(changes, message):
     # the configuration refuses them when it is made, before any training
     with pytest.raises(ValueError, match=message):
-        NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=16).with_overrides(**changes)
+        NodeConfig(out_channels=4, proj_hidden=4, epochs=1, batch_size=16).with_overrides(**changes)
 
 
 @pytest.mark.parametrize("method", ["multistage", "neighbors", "homophily"])
 def test_methods_with_per_node_state_are_refused_in_minibatches(method):
     data = small_graph(50, 2)
-    config = NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=16)
+    config = NodeConfig(out_channels=4, proj_hidden=4, epochs=1, batch_size=16)
     with pytest.raises(ValueError, match="mini-batch training takes the methods"):
         train_node_model(data, method, config, progress=False)
 
@@ -242,7 +251,7 @@ def _minibatch_stream(monkeypatch, seed, rank, world):
     n = 2 * world  # two seeds for every rank
     ring = torch.arange(n)
     data = Data(x=torch.randn(n, 4), edge_index=torch.stack([ring, (ring + 1) % n]), num_nodes=n)
-    config = NodeConfig(hidden=4, proj_hidden=4, epochs=1, batch_size=n, num_neighbors=(2, 2))
+    config = NodeConfig(out_channels=4, proj_hidden=4, epochs=1, batch_size=n, num_neighbors=(2, 2))
     minibatch.MinibatchTrainer(data, "grace", config, seed=seed)
     return torch.initial_seed()  # the rank's stream: its neighbor samples and edge drops
 
@@ -264,7 +273,7 @@ def test_node_minibatch_streams_differ_for_every_seed_and_rank(monkeypatch):
 
 EXACT = dict(  # SAGE on complete neighborhoods, no edge dropping: a seed's output does not
     # depend on which other seeds share its batch, so the ranks' batches add up exactly
-    hidden=8,
+    out_channels=8,
     proj_hidden=8,
     encoder="sage",
     drop_edge=(0.0, 0.0),

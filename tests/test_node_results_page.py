@@ -82,7 +82,7 @@ def test_a_bad_table_names_its_file(results, change, message):
 
 
 def test_configurations_stay_in_the_json_beside_the_table(results):
-    config = {"Cora": {"hidden": 128, "drop_edge": [0.2, 0.4]}}
+    config = {"Cora": {"out_channels": 128, "drop_edge": [0.2, 0.4]}}
     _results.save_table("cfg", "Scale", "Speed", ["n"], [[1]], notes="short", config=config)
     page = results_page.render_page(results)
     assert json.loads((results / "cfg.json").read_text())["config"] == config

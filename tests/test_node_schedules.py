@@ -41,8 +41,8 @@ def expected_decay(progress, decay):
 def test_the_schedules_step_by_step(trainer_class, batch_size, cosine):
     epochs, warmup, base = 6, 2, 0.05
     config = NodeConfig(
-        hidden=4,
-        first_hidden=8,
+        out_channels=4,
+        hidden_channels=8,
         predictor_hidden=8,
         epochs=epochs,
         learning_rate=base,

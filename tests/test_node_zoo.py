@@ -148,7 +148,7 @@ def test_shuffle_rows_permutes_every_form_of_the_features(form):
 
 
 def test_gbt_feeds_both_views_embeddings_to_its_loss():
-    config = NodeConfig(hidden=3, first_hidden=5, batch_norm=True, out_activation=False)
+    config = NodeConfig(out_channels=3, hidden_channels=5, batch_norm=True, out_activation=False)
     encoder, batch = encoder_and_batch(config)
     method = make_method("gbt", config, dim=3, num_nodes=6, encoder=encoder)
     loss = method(encoder, batch)
@@ -158,7 +158,7 @@ def test_gbt_feeds_both_views_embeddings_to_its_loss():
 
 
 def test_dgi_scores_the_first_view_against_its_row_shuffled_features():
-    config = NodeConfig(hidden=4, layers=1, activation="prelu")
+    config = NodeConfig(out_channels=4, layers=1, activation="prelu")
     encoder, batch = encoder_and_batch(config)
     method = make_method("dgi", config, dim=4, num_nodes=6, encoder=encoder)
     weight, bias = method.loss.weight, method.loss.bias
@@ -181,7 +181,7 @@ def test_dgi_scores_the_first_view_against_its_row_shuffled_features():
 
 
 def test_dgi_is_refused_under_a_process_group_and_gbt_is_not():
-    config = NodeConfig(hidden=4)
+    config = NodeConfig(out_channels=4)
     encoder = GraphEncoder(4, 4)
     with pytest.raises(ValueError, match="'dgi' does not span the ranks"):
         make_method("dgi", config, dim=4, num_nodes=6, encoder=encoder, distributed="gather")

@@ -276,7 +276,7 @@ def _probe_worker(rank, world, port, out, kwargs):
             epochs=1,
             progress=False,
             batch_size=600,
-            hidden=8,
+            out_channels=8,
             **kwargs,
         )
         torch.save(results, f"{out}/rank{rank}.pt")

@@ -71,7 +71,7 @@ NODE_FIELDS = {
     "temperature": ("temperature", float),
     "epochs": ("epochs", int),
     "layers": ("layers", int),
-    "hidden": ("hidden", int),
+    "out_channels": ("out_channels", int),
     "neighbor_weight": ("neighbor_weight", float),
     "clusters": ("clusters", int),
     "num_keys": ("num_keys", int),
@@ -329,7 +329,10 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--encoder", choices=ENCODERS, help="default: the dataset's")
     node.add_argument("--layers", **field("layers"), help="graph convolutions (default: 2)")
     node.add_argument(
-        "--hidden", **field("hidden"), help="encoder output width (default: the dataset's)"
+        "--out-channels",
+        **field("out_channels"),
+        help="the encoder's last layer's width, and the projection head's; the other layers "
+        "keep their ratio to it (default: the dataset's)",
     )
     node.add_argument(
         "--embedding",

@@ -48,17 +48,21 @@ def _summary(scores: list[float], metric: str) -> dict:
     }
 
 
-def configure(base, config: dict | None = None, hidden: int | None = None, **fields):
+def configure(base, config: dict | None = None, out_channels: int | None = None, **fields):
     """``base`` (a :class:`~cl2gnn.node.NodeConfig`) with the fields of ``config`` (a
-    ``--config`` file's mapping), then ``fields`` (``None`` keeps a field). ``hidden`` sets
-    the encoder's and the head's widths (the other layers keep their ratio to the last)."""
+    ``--config`` file's mapping), then ``fields`` (``None`` keeps a field). ``out_channels``
+    sets the encoder's last layer's and the head's widths (the other layers keep their ratio
+    to the last)."""
     if config:
         base = config_from_dict(config, base)
     changes = dict(fields)
-    if hidden is not None:
-        changes |= {"hidden": hidden, "proj_hidden": fields.get("proj_hidden") or hidden}
-        if base.first_hidden is not None:  # the layers' ratio kept
-            changes["first_hidden"] = hidden * base.first_hidden // base.hidden
+    if out_channels is not None:
+        changes |= {
+            "out_channels": out_channels,
+            "proj_hidden": fields.get("proj_hidden") or out_channels,
+        }
+        if base.hidden_channels is not None:  # the layers' ratio kept
+            changes["hidden_channels"] = out_channels * base.hidden_channels // base.out_channels
     return base.with_overrides(**changes)
 
 
@@ -100,7 +104,7 @@ def run_node(
     probe_timeout: float | None = None,
     config: dict | None = None,
     save: str | None = None,
-    hidden: int | None = None,
+    out_channels: int | None = None,
     auto_budget: float | None = None,
     **fields,
 ) -> list[dict]:
@@ -114,7 +118,7 @@ def run_node(
     ``seeds`` to the number of shipped splits under ``splits`` (seed ``i`` trains on split
     ``i``), else 10; they run from ``first_seed`` (``first_seed … first_seed + seeds - 1``).
     The configuration is :func:`configure`'s of the method's default (of every candidate's
-    with ``"auto"``): ``config``, a ``--config`` file's fields; ``hidden`` and ``fields``,
+    with ``"auto"``): ``config``, a ``--config`` file's fields; ``out_channels`` and ``fields``,
     :class:`~cl2gnn.node.NodeConfig` fields, ``None`` keeping the default. ``baselines``
     adds each of :data:`BASELINES`, scored on the same splits, under ``"baselines"``.
     ``save``: a folder for each seed's trained encoder, embeddings and losses
@@ -130,7 +134,7 @@ def run_node(
     data = load_node_dataset(dataset, root)
     method = method or AUTO
     if method != AUTO:
-        configuration = configure(default_config(data, method), config, hidden, **fields)
+        configuration = configure(default_config(data, method), config, out_channels, **fields)
     protocols = tuple(protocols or (default_protocol(data),))
     if seeds is None:
         seeds = num_splits(data) if "splits" in protocols else 10
@@ -154,7 +158,7 @@ def run_node(
             data,
             scoring_seeds(data, seed_range),
             protocol=protocols[0],
-            changes=lambda base: configure(base, config, hidden, **fields),
+            changes=lambda base: configure(base, config, out_channels, **fields),
             device=device,
             budget=auto_budget,
         )

@@ -22,18 +22,18 @@ class NodeConfig:
 
     Model and optimisation: ``learning_rate``, ``weight_decay``, ``epochs`` (``0``: the
     encoder at its initialisation, a baseline), the built-in encoder (``encoder``:
-    ``"gcn"``, ``"sage"`` or ``"gat"``; ``layers`` graph convolutions, the last ``hidden``
-    wide and the others ``first_hidden``; ``activation``), the projection head's width
-    ``proj_hidden`` and what the probe reads (``embedding``: ``"last"``, ``"concat"`` or
-    ``"layers"``).
+    ``"gcn"``, ``"sage"`` or ``"gat"``; ``layers`` graph convolutions, the last
+    ``out_channels`` wide and the others ``hidden_channels``, PyG's names; ``activation``),
+    the projection head's width ``proj_hidden`` and what the probe reads (``embedding``:
+    ``"last"``, ``"concat"`` or ``"layers"``).
 
     Views: per view ``(view 1, view 2)`` (a single number: both views), the probability of
     dropping an edge (``drop_edge``) and of masking a feature column (``drop_feature``);
     ``normalize_features`` row-normalises the input (PyG's ``NormalizeFeatures``, as the
     GRACE and GCA code do) inside the built-in encoder.
 
-    Encoder shape: ``first_hidden`` (the width of every layer but the last; ``None``:
-    ``2 · hidden``), ``out_activation`` (the activation after the last layer too),
+    Encoder shape: ``hidden_channels`` (the width of every layer but the last; ``None``:
+    ``2 · out_channels``), ``out_activation`` (the activation after the last layer too),
     ``batch_norm`` (before each activation) and ``self_loops`` (GCN's added self-loops).
 
     Methods: ``temperature`` of the contrastive losses, ``neighbor_weight`` of graph
@@ -59,7 +59,7 @@ class NodeConfig:
     """
 
     learning_rate: float = 5e-4
-    hidden: int = 128
+    out_channels: int = 128
     proj_hidden: int = 128
     activation: str = "relu"
     drop_edge: tuple[float, float] = (0.2, 0.4)
@@ -77,7 +77,7 @@ class NodeConfig:
     batch_size: int | None = None
     num_neighbors: tuple[int, ...] | None = None
     distributed: str = "gather"
-    first_hidden: int | None = None
+    hidden_channels: int | None = None
     out_activation: bool = True
     batch_norm: bool = False
     self_loops: bool = True
@@ -190,7 +190,7 @@ non_negative_number = _number(0.0)
 # files and the benchmarks' configuration lists all go through check_field)
 FIELDS: dict[str, Callable[[object], object]] = {
     "learning_rate": positive_number,
-    "hidden": _integer(1),
+    "out_channels": _integer(1),
     "proj_hidden": _integer(1),
     "activation": _one_of(ACTIVATIONS),
     "drop_edge": _pair,
@@ -208,7 +208,7 @@ FIELDS: dict[str, Callable[[object], object]] = {
     "batch_size": _integer(1, optional=True),
     "num_neighbors": _fan_outs,
     "distributed": _one_of(MODES),
-    "first_hidden": _integer(1, optional=True),
+    "hidden_channels": _integer(1, optional=True),
     "out_activation": _boolean,
     "batch_norm": _boolean,
     "self_loops": _boolean,
@@ -253,7 +253,7 @@ def config_from_dict(entries: dict, base: NodeConfig | None = None) -> NodeConfi
 # the fields each published configuration sets, the others NodeConfig's defaults
 _PUBLISHED_FIELDS = (
     "learning_rate",
-    "hidden",
+    "out_channels",
     "proj_hidden",
     "activation",
     "drop_edge",
@@ -264,7 +264,7 @@ _PUBLISHED_FIELDS = (
 GRACE_PUBLISHED = {"Cora": NodeConfig()} | {
     name: NodeConfig(**dict(zip(_PUBLISHED_FIELDS, values, strict=True)))
     for name, values in {
-        # lr, hidden, proj_hidden, activation, drop_edge, drop_feature, temperature, epochs
+        # lr, out_channels, proj_hidden, activation, drop_edge, drop_feature, temperature, epochs
         "CiteSeer": (1e-3, 256, 256, "prelu", (0.2, 0.0), (0.3, 0.2), 0.9, 200),
         "PubMed": (1e-3, 256, 256, "relu", (0.4, 0.1), (0.0, 0.2), 0.7, 1500),
         "Computers": (1e-2, 128, 128, "rrelu", (0.6, 0.3), (0.2, 0.3), 0.2, 2000),
@@ -290,8 +290,8 @@ GRACE_OTHER_GRAPHS = NodeConfig(
 # for Cora), and GraphACL's per graph for the heterophilous graphs of its paper
 BGRL = NodeConfig(
     learning_rate=5e-4,
-    hidden=256,
-    first_hidden=512,
+    out_channels=256,
+    hidden_channels=512,
     activation="prelu",
     batch_norm=True,
     drop_edge=(0.2, 0.3),
@@ -308,8 +308,8 @@ BGRL = NodeConfig(
 )
 CCA_SSG = NodeConfig(
     learning_rate=1e-3,
-    hidden=512,
-    first_hidden=512,
+    out_channels=512,
+    hidden_channels=512,
     out_activation=False,
     drop_edge=(0.4, 0.4),
     drop_feature=(0.1, 0.1),
@@ -327,8 +327,8 @@ OTHER_GRAPHS_METHOD = "cca_ssg"
 OTHER_GRAPHS = CCA_SSG.with_overrides(encoder="sage", embedding="layers")
 GRAPHACL = NodeConfig(  # the heterophilous graphs' code: a linear encoder, sampled pairs
     learning_rate=1e-4,
-    hidden=4096,
-    first_hidden=4096,
+    out_channels=4096,
+    hidden_channels=4096,
     activation="none",
     self_loops=False,
     drop_edge=(0.0, 0.0),
@@ -346,8 +346,8 @@ GRAPHACL = NodeConfig(  # the heterophilous graphs' code: a linear encoder, samp
 # here Adam's, the views' probabilities its hyper-parameter search's best for WikiCS
 GBT = NodeConfig(
     learning_rate=5e-4,
-    hidden=256,
-    first_hidden=512,
+    out_channels=256,
+    hidden_channels=512,
     activation="prelu",
     batch_norm=True,
     out_activation=False,
@@ -366,7 +366,7 @@ GBT = NodeConfig(
 # benchmarks/node_dgi_stopping.py)
 DGI = NodeConfig(
     learning_rate=1e-3,
-    hidden=512,
+    out_channels=512,
     layers=1,
     activation="prelu",
     drop_edge=(0.0, 0.0),
@@ -394,7 +394,7 @@ AUTHORS_PER_GRAPH = {
     # 82.7, is GraphMAE's reproduction): 512 wide, GRACE's Cora views, 300 epochs
     ("bgrl", "Cora"): replace(
         BGRL,
-        hidden=512,
+        out_channels=512,
         drop_edge=(0.2, 0.4),
         drop_feature=(0.3, 0.4),
         epochs=300,
@@ -404,8 +404,8 @@ AUTHORS_PER_GRAPH = {
         GRAPHACL,
         samples_per_node=None,
         learning_rate=5e-4,
-        hidden=2048,
-        first_hidden=2048,
+        out_channels=2048,
+        hidden_channels=2048,
         activation="relu",
         out_activation=False,
         self_loops=True,
@@ -417,7 +417,7 @@ AUTHORS_PER_GRAPH = {
         temperature=1.0, ema_decay=0.95, predictor_layers=2, predictor_hidden=4096
     ),
     ("graphacl", "texas"): GRAPHACL.with_overrides(
-        hidden=2048, first_hidden=2048, temperature=0.75, ema_decay=0.95
+        out_channels=2048, hidden_channels=2048, temperature=0.75, ema_decay=0.95
     ),
     ("graphacl", "wisconsin"): GRAPHACL.with_overrides(temperature=0.5, ema_decay=0.97),
     ("graphacl", "cornell"): GRAPHACL.with_overrides(temperature=0.5, ema_decay=0.95),
@@ -448,7 +448,9 @@ CANDIDATES: tuple[tuple[str, str, NodeConfig], ...] = (
     (
         "graphacl wiki 512",
         "graphacl",
-        AUTHORS_PER_GRAPH["graphacl", "chameleon"].with_overrides(hidden=512, first_hidden=512),
+        AUTHORS_PER_GRAPH["graphacl", "chameleon"].with_overrides(
+            out_channels=512, hidden_channels=512
+        ),
     ),
 )
 

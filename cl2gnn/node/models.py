@@ -37,10 +37,11 @@ class GraphEncoder(torch.nn.Module):
         h^{(l)} = \sigma\big(\mathrm{norm}(\mathrm{conv}_l(h^{(l-1)}, A))\big),
         \qquad h^{(0)} = x,
 
-    the last one ``hidden`` wide and the others ``first_hidden`` (GRACE's ``2 · hidden`` by
-    default). ``conv="sage"`` is GraphSAGE's convolution, ``W_self h_i + W_nbr mean_j h_j``:
-    each node's own features keep their own weights beside the neighbors' mean (the
-    ego/neighbor separation of heterophily-aware GNNs), where GCN averages them together.
+    the last one ``out_channels`` wide and the others ``hidden_channels`` (GRACE's
+    ``2 · out_channels`` by default; PyG's names). ``conv="sage"`` is GraphSAGE's
+    convolution, ``W_self h_i + W_nbr mean_j h_j``: each node's own features keep their own
+    weights beside the neighbors' mean (the ego/neighbor separation of heterophily-aware
+    GNNs), where GCN averages them together.
 
     Called as any PyG model, ``encoder(x, edge_index, edge_weight=None)``, it returns the
     embedding the probe reads (``readout``), on any graph with the same feature width: the
@@ -49,14 +50,16 @@ class GraphEncoder(torch.nn.Module):
     (:meth:`prepare`, :meth:`propagation_graph`).
 
     Args:
-        in_dim (int): input features.
-        hidden (int): the last layer's width.
+        in_channels (int): input features.
+        out_channels (int): the last layer's width (with ``readout="last"``, the output's;
+            the other read-outs are wider: the attribute :attr:`out_channels`).
         activation (str, optional): ``"relu"``, ``"prelu"``, ``"rrelu"``, ``"elu"`` or
             ``"none"`` (a linear encoder) (default: ``"relu"``).
         conv (str, optional): ``"gcn"``, ``"sage"`` or ``"gat"`` (default: ``"gcn"``).
         heads (int, optional): GAT's heads in every layer but the last (default: ``4``).
         layers (int, optional): graph convolutions (default: ``2``).
-        first_hidden (int, optional): the other layers' width (default: ``2 · hidden``).
+        hidden_channels (int, optional): the other layers' width
+            (default: ``2 · out_channels``).
         out_activation (bool, optional): the activation after the last layer too
             (default: ``True``).
         batch_norm (bool, optional): batch normalisation before each activation (BGRL's
@@ -78,14 +81,14 @@ class GraphEncoder(torch.nn.Module):
 
     def __init__(
         self,
-        in_dim: int,
-        hidden: int,
+        in_channels: int,
+        out_channels: int,
         activation: str = "relu",
         conv: str = "gcn",
         heads: int = 4,
         *,
         layers: int = 2,
-        first_hidden: int | None = None,
+        hidden_channels: int | None = None,
         out_activation: bool = True,
         batch_norm: bool = False,
         self_loops: bool = True,
@@ -98,29 +101,33 @@ class GraphEncoder(torch.nn.Module):
         if conv not in ENCODERS:
             raise ValueError(f"encoder must be one of {ENCODERS}, got {conv!r}")
         check_readout(readout)
-        for name, value in (("in_dim", in_dim), ("hidden", hidden), ("layers", layers)):
+        for name, value in (
+            ("in_channels", in_channels),
+            ("out_channels", out_channels),
+            ("layers", layers),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        first = 2 * hidden if first_hidden is None else first_hidden
+        first = 2 * out_channels if hidden_channels is None else hidden_channels
         if conv == "gat" and layers > 1 and first % heads:
             raise ValueError(f"the first layer's width {first} must divide by {heads} heads")
         self.kind, self.self_loops, self.readout = conv, self_loops, readout
         self.normalize_features = normalize_features
         self._spec = dict(
-            in_dim=in_dim,
-            hidden=hidden,
+            in_channels=in_channels,
+            out_channels=out_channels,
             activation=activation,
             conv=conv,
             heads=heads,
             layers=layers,
-            first_hidden=first_hidden,
+            hidden_channels=hidden_channels,
             out_activation=out_activation,
             batch_norm=batch_norm,
             self_loops=self_loops,
             readout=readout,
             normalize_features=normalize_features,
         )
-        widths = [in_dim] + [first] * (layers - 1) + [hidden]
+        widths = [in_channels] + [first] * (layers - 1) + [out_channels]
         self.widths = widths
         self.convs = torch.nn.ModuleList()
         for index, (a, b) in enumerate(itertools.pairwise(widths)):

@@ -22,6 +22,8 @@ from .models import GraphEncoder
 FORMAT = "cl2gnn-node-encoder"
 VERSION = 1
 FILES = ("encoder.pt", "embeddings.pt", "losses.csv", "losses.png")
+# GraphEncoder's arguments as checkpoints saved before they took PyG's names call them
+_RENAMED = {"in_dim": "in_channels", "hidden": "out_channels", "first_hidden": "hidden_channels"}
 
 
 @dataclass
@@ -130,7 +132,8 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> GraphE
             f"{path}: holds the weights of your own encoder ({checkpoint['class']}); build it "
             "and call load_state_dict(torch.load(path, weights_only=True)['state_dict'])"
         )
-    encoder = GraphEncoder(**checkpoint["spec"])
+    spec = {_RENAMED.get(name, name): value for name, value in checkpoint["spec"].items()}
+    encoder = GraphEncoder(**spec)
     encoder.load_state_dict(checkpoint["state_dict"])
     return encoder.to(device).eval()
 

@@ -36,11 +36,11 @@ def builtin_encoder(in_dim: int, config: NodeConfig) -> GraphEncoder:
     """The built-in encoder a configuration describes."""
     return GraphEncoder(
         in_dim,
-        config.hidden,
+        config.out_channels,
         config.activation,
         config.encoder,
         layers=config.layers,
-        first_hidden=config.first_hidden,
+        hidden_channels=config.hidden_channels,
         out_activation=config.out_activation,
         batch_norm=config.batch_norm,
         self_loops=config.self_loops,
@@ -85,7 +85,7 @@ class Trainer:
         seed_everything(seed)
         if self.builtin:
             encoder = builtin_encoder(data.num_features, config)
-            dim = config.hidden
+            dim = config.out_channels
         else:
             check_encoder(encoder)
             if config.normalize_features:
