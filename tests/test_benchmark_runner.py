@@ -114,7 +114,7 @@ def test_node_classification_keeps_the_earlier_rows_of_methods_not_in_the_journa
         ("node_classification", earlier, columns),
         ("node_classification_time", [["default", 5], ["grace", 7]], ["method", "texas"]),
     ):
-        _results.save_table(name, "Node classification", "t", cols, rows, command="c", config=config)
+        _results.save_table(name, "Speed", "t", cols, rows, command="c", config=config)
     old = json.loads((tmp_path / "results" / "node_classification.json").read_text())["date"]
     part = {"method": "grace", "protocol": "splits", "metric": "accuracy", "seeds": [0]}
     part |= {"scores": [60.0], "score_mean": 60.0, "score_std": 0.0, "epoch_ms": 9.0}

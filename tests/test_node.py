@@ -226,6 +226,16 @@ def test_concat_embedding_option(digits):
         config.with_overrides(embedding="sum")
 
 
+def test_out_channels_keeps_the_layers_ratio_unless_hidden_channels_is_given():
+    from cl2gnn.apps.node import configure
+
+    base = default_config("Cora").with_overrides(out_channels=256, hidden_channels=512)
+    assert configure(base, None, 1024).hidden_channels == 2048
+    assert configure(base, {"hidden_channels": 1024}, 1024).hidden_channels == 1024
+    assert configure(base, None, 1024, hidden_channels=64).hidden_channels == 64
+    assert configure(base, None, 1024).proj_hidden == 1024
+
+
 def test_cli_embedding_and_width_flags(tmp_path):
     out = tmp_path / "r.json"
     args = ["node", "--method", "grace", "--seeds", "1", "--epochs", "2", "--embedding", "concat"]

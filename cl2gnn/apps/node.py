@@ -52,7 +52,7 @@ def configure(base, config: dict | None = None, out_channels: int | None = None,
     """``base`` (a :class:`~cl2gnn.node.NodeConfig`) with the fields of ``config`` (a
     ``--config`` file's mapping), then ``fields`` (``None`` keeps a field). ``out_channels``
     sets the encoder's last layer's and the head's widths (the other layers keep their ratio
-    to the last)."""
+    to the last unless ``config`` or ``fields`` set ``hidden_channels``)."""
     if config:
         base = config_from_dict(config, base)
     changes = dict(fields)
@@ -61,7 +61,8 @@ def configure(base, config: dict | None = None, out_channels: int | None = None,
             "out_channels": out_channels,
             "proj_hidden": fields.get("proj_hidden") or out_channels,
         }
-        if base.hidden_channels is not None:  # the layers' ratio kept
+        given = "hidden_channels" in (config or {}) or fields.get("hidden_channels") is not None
+        if base.hidden_channels is not None and not given:  # the layers' ratio kept
             changes["hidden_channels"] = out_channels * base.hidden_channels // base.out_channels
     return base.with_overrides(**changes)
 

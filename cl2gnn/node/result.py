@@ -20,10 +20,8 @@ from .methods import NodeMethod
 from .models import GraphEncoder
 
 FORMAT = "cl2gnn-node-encoder"
-VERSION = 1
+VERSION = 2  # 2: the encoder's arguments under PyG's names (in/hidden/out_channels)
 FILES = ("encoder.pt", "embeddings.pt", "losses.csv", "losses.png")
-# GraphEncoder's arguments as checkpoints saved before they took PyG's names call them
-_RENAMED = {"in_dim": "in_channels", "hidden": "out_channels", "first_hidden": "hidden_channels"}
 
 
 @dataclass
@@ -132,8 +130,7 @@ def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> GraphE
             f"{path}: holds the weights of your own encoder ({checkpoint['class']}); build it "
             "and call load_state_dict(torch.load(path, weights_only=True)['state_dict'])"
         )
-    spec = {_RENAMED.get(name, name): value for name, value in checkpoint["spec"].items()}
-    encoder = GraphEncoder(**spec)
+    encoder = GraphEncoder(**checkpoint["spec"])
     encoder.load_state_dict(checkpoint["state_dict"])
     return encoder.to(device).eval()
 
