@@ -150,7 +150,6 @@ def table(
         n = c["name"]
         if all((n, g) in records for g in graphs):
             rs = [records[n, g] for g in graphs]
-            means[n] = [(np.mean(r["validation"]), np.mean(r["test"])) for r in rs]
             labels[n] = n
             cells[n] = [
                 f"{np.mean(r['validation']):.1f} / {np.mean(r['test']):.1f} ± "
@@ -159,12 +158,14 @@ def table(
             ]
         elif (row := earlier.get(n.split(" (")[0])) is not None:
             labels[n], cells[n] = row[0], row[1 : 1 + len(graphs)]
-            means[n] = [cell_means(text) for text in cells[n]]
+        else:
+            continue
+        # the cells' means, as shown: an earlier row's are rounded, so all are compared so
+        means[n] = [cell_means(text) for text in cells[n]]
     chosen = [c for c in candidates if c["name"] in means]
     names = [c["name"] for c in chosen]
     val = np.array([[v for v, _ in means[n]] for n in names])
-    # rank 1: the best validation score on a graph; tied scores (an earlier row's rounded
-    # means) share the mean of their ranks
+    # rank 1: the best validation score on a graph; tied scores share the mean of their ranks
     ranks = rankdata(-val, axis=0)
     raw = [n for n in RAW if n in names]
     floor = [max(means[n][j][1] for n in raw) for j in range(len(graphs))] if raw else []
@@ -187,8 +188,8 @@ def table(
         f"Each cell: validation / test score (%), mean (± std of test) over the first {splits} "
         "shipped splits (seed = split index; GRACE protocol seeds on a graph without splits, "
         "cross-validation standing for validation); accuracy, ROC-AUC on minesweeper. The choice "
-        "reads the validation scores only: rank 1 is the best validation score on a graph, the "
-        "rank averaged over the graphs."
+        "reads the validation scores only: rank 1 is the best validation score on a graph (as "
+        "shown, ties sharing their mean rank), the rank averaged over the graphs."
         + (
             " The last column counts the graphs where the mean test score is above both "
             "raw-feature probes'."
