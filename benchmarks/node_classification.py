@@ -268,11 +268,12 @@ def write_tables(
             if label in earlier
         ]
     seeds = ", ".join(f"{g} {seeds[g]}" for g in graphs)
-    configs = {}  # the first method's graphs that share a configuration, together
-    for g in first:
-        configs.setdefault(json.dumps(first[g]["config"], sort_keys=True), []).append(g)
-    configs = {", ".join(gs): json.loads(key) for key, gs in configs.items()}
-    if not measured:  # the earlier run's, with its rows
+    if measured:  # the first method's graphs that share a configuration, together
+        shared: dict[str, list[str]] = {}
+        for g in graphs:
+            shared.setdefault(json.dumps(first[g]["config"], sort_keys=True), []).append(g)
+        configs = {", ".join(gs): json.loads(key) for key, gs in shared.items()}
+    else:  # the earlier run's, with its rows
         configs = saved_table("node_classification")["config"]["configurations"] if earlier else {}
     notes = (
         "Score in percent, mean ± std over the seeds (Cora: a training run and a random split "

@@ -160,7 +160,7 @@ def table(
             labels[n], cells[n] = row[0], row[1 : 1 + len(graphs)]
         else:
             continue
-        # the cells' means, as shown: an earlier row's are rounded, so all are compared so
+        # every candidate compared on its cells' means as shown (an earlier row's are rounded)
         means[n] = [cell_means(text) for text in cells[n]]
     chosen = [c for c in candidates if c["name"] in means]
     names = [c["name"] for c in chosen]
