@@ -36,7 +36,6 @@ loop, encoder and augmentations, alternating in rounds on the same machine.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -374,7 +373,7 @@ def speed_table(rows: list[dict], dataset: str, epochs: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--datasets", nargs="+", type=cmdline.dataset_argument, help="default: every graph on disk"
     )

@@ -29,7 +29,6 @@ to the table's ``config`` field.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import time
@@ -41,6 +40,7 @@ from _results import earlier_rows, save_table  # benchmarks/_results.py
 from _runner import Journal
 from scipy.stats import rankdata
 
+from cl2gnn.apps import cmdline
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
     GRACE_PUBLISHED,
@@ -216,7 +216,7 @@ def table(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "candidates", help="JSON: {common: {...}, candidates: [{name, method, ...}]}"
     )
@@ -235,11 +235,16 @@ def main() -> None:
         candidates = load_candidates(args.candidates)
     except (OSError, ValueError, KeyError) as error:
         parser.error(f"argument candidates: {error}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    names = [c["name"] for c in candidates]
+    unknown = sorted(set(args.only or ()) - set(names))
+    if unknown:
+        parser.error(f"argument --only: not a candidate of {args.candidates}: {unknown}")
+    if args.table and args.only:
+        parser.error("argument --only: measures a subset; --table lists every candidate")
     graphs = args.datasets or on_disk_graphs()
     if not graphs:
         parser.error("no graphs: set $CL2GNN_DATA to the data on disk or name --datasets")
+    out = Path(args.out)  # the journal makes its folder with its first entry
     if args.table:
         datasets = f" --datasets {' '.join(args.datasets)}" if args.datasets else ""
         command = (
@@ -249,12 +254,12 @@ def main() -> None:
         title = {"title": args.title} if args.title else {}
         table(candidates, graphs, args.splits, out, args.name, command, **title)
     else:
-        names = [c["name"] for c in candidates]
-        unknown = sorted(set(args.only or ()) - set(names))
-        if unknown:
-            parser.error(f"argument --only: not a candidate of {args.candidates}: {unknown}")
-        chosen = [c for c in candidates if not args.only or c["name"] in args.only]
-        run(chosen, graphs, args.splits, out)
+        run(
+            [c for c in candidates if not args.only or c["name"] in args.only],
+            graphs,
+            args.splits,
+            out,
+        )
 
 
 if __name__ == "__main__":

@@ -623,3 +623,14 @@ def test_transfer_plot_appears_only_whole(out, capsys, monkeypatch, fails):
         assert "| csbm-h0.9 | 2000 | 50.00 ± 1.00 | 70.00 ± 1.00 |" in capsys.readouterr().out
         assert sorted(p.name for p in out.iterdir()) == ["file.txt", "plot.png", "results.jsonl"]
         assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("args", [["--only", "nope"], ["--only", "dgi", "--table"]])
+def test_node_select_refuses_only_in_one_line_writing_nothing(out, capsys, monkeypatch, args):
+    """(node_select imports torch at the top, so it is not among ARGUMENT_ERRORS, whose
+    scripts must refuse their arguments before any heavy import.)"""
+    candidates = str(ROOT / "benchmarks/configs/default_candidates.json")
+    monkeypatch.chdir(out.parent)
+    code = run_script("benchmarks/node_select.py", [candidates, *args], monkeypatch)
+    assert_one_line_naming(code, capsys.readouterr().err, "node_select.py", "--only")
+    assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
