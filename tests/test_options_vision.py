@@ -1,10 +1,12 @@
-"""The image examples' options build the objective they name: the objective that
-``examples/simclr.py`` / ``simsiam.py`` would train with, taken from their ``main`` (the
+"""The image commands' options build the objective they name: the objective that
+``cl2gnn simclr`` / ``simsiam`` would train with, taken from their ``main`` (the
 training run replaced by a stub), equals a float64 reference of the option's formula and
 the plain objective at the option's neutral value."""
 
 import pytest
 import torch
+
+from cl2gnn.apps import pretrain
 
 from . import reference as ref
 from .test_vision import load_example
@@ -19,7 +21,7 @@ def built_objective(example, argv, monkeypatch, num_samples=B):
     def run(args, per_dataset, make_model, make_objective):
         return make_objective(num_samples, DIM)
 
-    monkeypatch.setattr(module, "run", run)
+    monkeypatch.setattr(pretrain, "run", run)
     return module.main(argv)
 
 

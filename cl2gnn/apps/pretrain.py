@@ -155,6 +155,23 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
+def pretrain_main(
+    parse: Callable[..., tuple[argparse.ArgumentParser, argparse.Namespace]],
+    per_dataset: dict[str, dict],
+    builders: Callable[[argparse.Namespace], tuple[Callable, Callable]],
+    argv: Sequence[str] | None,
+    prog: str | None,
+) -> dict:
+    """A pre-training command's ``main``: parse ``argv`` (torch-free), then :func:`run` with
+    the ``(make_model, make_objective)`` that ``builders(args)`` returns; a user's error
+    ends in one line."""
+    cmdline.quiet_pyg_warning()
+    parser, args = parse(argv, prog)
+    with cmdline.user_errors(parser.prog):
+        make_model, make_objective = builders(args)
+        return run(args, per_dataset, make_model, make_objective)
+
+
 def run(
     args: argparse.Namespace,
     per_dataset: dict[str, dict],

@@ -9,13 +9,13 @@ alignment (--attention BETA), Kernel-InfoNCE (--kernel), kNN positives (--nn-pos
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from cl2gnn._torchrun import MODES
 from cl2gnn.vision.names import KERNELS
 
 from . import cmdline  # torch-free: torch loads once the options are checked
-from .pretrain import common_parser, parse_args, run
+from .pretrain import common_parser, parse_args, pretrain_main
 
 PER_DATASET = {
     "digits": {
@@ -86,20 +86,22 @@ def parse(
     return parser, args
 
 
+def builders(args: argparse.Namespace) -> tuple[Callable, Callable]:
+    """``(make_model, make_objective)`` for ``args``; torch loads here."""
+    from cl2gnn.vision.models import SSLNet
+    from cl2gnn.vision.objectives import SimCLRObjective
+
+    def make_model(arch: str, channels: int) -> SSLNet:
+        proj = (512, 128) if arch == "convnet" else (2048, 128)
+        return SSLNet(arch, channels, proj_dims=proj)
+
+    def make_objective(num_samples: int, dim: int) -> SimCLRObjective:
+        return SimCLRObjective(
+            args.temperature, args.attention, args.kernel, args.nn_positives, args.distributed
+        )
+
+    return make_model, make_objective
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> dict:
-    cmdline.quiet_pyg_warning()
-    parser, args = parse(argv, prog)
-    with cmdline.user_errors(parser.prog):
-        from cl2gnn.vision.models import SSLNet
-        from cl2gnn.vision.objectives import SimCLRObjective
-
-        def make_model(arch: str, channels: int) -> SSLNet:
-            proj = (512, 128) if arch == "convnet" else (2048, 128)
-            return SSLNet(arch, channels, proj_dims=proj)
-
-        def make_objective(num_samples: int, dim: int) -> SimCLRObjective:
-            return SimCLRObjective(
-                args.temperature, args.attention, args.kernel, args.nn_positives, args.distributed
-            )
-
-        return run(args, PER_DATASET, make_model, make_objective)
+    return pretrain_main(parse, PER_DATASET, builders, argv, prog)

@@ -9,10 +9,10 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import cmdline  # torch-free: torch loads once the options are checked
-from .pretrain import common_parser, parse_args, run
+from .pretrain import common_parser, parse_args, pretrain_main
 
 PER_DATASET = {
     "digits": {"arch": "convnet", "epochs": 20, "batch_size": 256, "lr": 0.4, "weight_decay": 5e-4},
@@ -65,33 +65,33 @@ def parse(
     return parser, args
 
 
+def builders(args: argparse.Namespace) -> tuple[Callable, Callable]:
+    """``(make_model, make_objective)`` for ``args``; torch loads here."""
+    import torch
+
+    from cl2gnn.nn import MultiStageMemory
+    from cl2gnn.vision.models import SSLNet
+    from cl2gnn.vision.objectives import SimSiamObjective
+
+    def make_model(arch: str, channels: int) -> SSLNet:
+        dims = (512, 512) if arch == "convnet" else (2048, 2048)
+        return SSLNet(arch, channels, proj_dims=dims, predictor_hidden=dims[-1] // 4, simsiam=True)
+
+    def make_objective(num_samples: int, dim: int) -> SimSiamObjective:
+        if not args.multistage:
+            return SimSiamObjective()
+        warmup = args.warmup_stages if args.warmup_stages is not None else args.epochs // 4
+        memory = MultiStageMemory(
+            num_samples,
+            dim,
+            stages=args.multistage,
+            warmup=warmup,
+            dtype=getattr(torch, args.memory_dtype),
+        )
+        return SimSiamObjective(memory)
+
+    return make_model, make_objective
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> dict:
-    cmdline.quiet_pyg_warning()
-    parser, args = parse(argv, prog)
-    with cmdline.user_errors(parser.prog):
-        import torch
-
-        from cl2gnn.nn import MultiStageMemory
-        from cl2gnn.vision.models import SSLNet
-        from cl2gnn.vision.objectives import SimSiamObjective
-
-        def make_model(arch: str, channels: int) -> SSLNet:
-            dims = (512, 512) if arch == "convnet" else (2048, 2048)
-            return SSLNet(
-                arch, channels, proj_dims=dims, predictor_hidden=dims[-1] // 4, simsiam=True
-            )
-
-        def make_objective(num_samples: int, dim: int) -> SimSiamObjective:
-            if not args.multistage:
-                return SimSiamObjective()
-            warmup = args.warmup_stages if args.warmup_stages is not None else args.epochs // 4
-            memory = MultiStageMemory(
-                num_samples,
-                dim,
-                stages=args.multistage,
-                warmup=warmup,
-                dtype=getattr(torch, args.memory_dtype),
-            )
-            return SimSiamObjective(memory)
-
-        return run(args, PER_DATASET, make_model, make_objective)
+    return pretrain_main(parse, PER_DATASET, builders, argv, prog)

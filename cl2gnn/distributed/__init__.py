@@ -27,7 +27,7 @@ input is invalid (a NaN, a graph out of range, no rows), every rank raises the s
 from .collectives import all_reduce_sum, gather_rows
 from .launch import init_from_env, launched_by_torchrun, rank_and_world, shutdown
 from .partition import inner_product, row_logsumexp
-from .ring import ring_attention, ring_row_logsumexp
+from .ring import ring_attention
 from .shard import MODES, Shard, check_mode, checked_shard, is_distributed, shard_of
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "launched_by_torchrun",
     "rank_and_world",
     "ring_attention",
-    "ring_row_logsumexp",
     "row_logsumexp",
     "shard_of",
     "shutdown",

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from .collectives import gather_rows
-from .ring import LogKernel, ring_row_logsumexp
+from .ring import LogKernel, RingRowLogSumExp
 from .shard import Shard
 
 
@@ -33,20 +33,29 @@ def row_logsumexp(
     stop_gradient: bool = False,
     tile_size: int = 1024,
 ) -> Tensor:
-    """``[n_local]`` log-partition ``log Σ_j exp k(x_i, x_j)`` of this rank's rows over
-    the rows of every rank: ``"gather"`` forms this rank's ``n_local × N`` logits against
-    the gathered keys, ``"ring"`` passes the keys round (:func:`ring_row_logsumexp`).
-    Self pairs are left out unless ``self_loops``; ``exclude_index`` holds local
-    ``(key, anchor)`` pairs also left out. ``-inf`` for a row without keys."""
+    r"""Per local row :math:`\log \sum_j \exp k(x_i, x_j)` over the rows ``j`` of every rank
+    (``[n_local]``, ``-inf`` for a row without keys), exact.
+
+    Args:
+        x (Tensor): this rank's rows :math:`(n_r, d)`, queries and keys at once.
+        kernel (callable): ``(queries, keys) -> logits``, differentiable (the ring's backward
+            recomputes it under autograd), e.g. :func:`inner_product`.
+        mode (str): ``"gather"`` forms this rank's :math:`n_r \times N` logits against the
+            gathered keys; ``"ring"`` passes the keys round in tiles, in
+            :math:`O(N d / P + \text{tile}^2)` memory per rank.
+        shard (Shard): the rows per rank, from :func:`~cl2gnn.distributed.shard_of`.
+        self_loops (bool, optional): keep :math:`j = i` (default: ``False``).
+        exclude_index (Tensor, optional): local pairs ``(key, anchor)`` :math:`(2, E)` left
+            out, e.g. the positives of a decoupled loss (default: ``None``).
+        stop_gradient (bool, optional): keys are constants in the gradient
+            (default: ``False``).
+        tile_size (int, optional): the ring's queries and keys per tile (default: ``1024``).
+    """
     if mode == "ring":
-        return ring_row_logsumexp(
-            x,
-            kernel,
-            shard,
-            self_loops=self_loops,
-            exclude_index=exclude_index,
-            stop_gradient=stop_gradient,
-            tile_size=tile_size,
+        if tile_size < 1:
+            raise ValueError(f"tile_size must be >= 1, got {tile_size}")
+        return RingRowLogSumExp.apply(
+            x, kernel, shard, self_loops, exclude_index, stop_gradient, int(tile_size)
         )
     keys = gather_rows(x, shard, grad=not stop_gradient)
     logits = masked_logits(kernel(x, keys), shard.offset, self_loops, exclude_index)

@@ -9,9 +9,9 @@ keys (a key's gradient, the attention a key receives) travels with them in an ac
 to which each rank adds what its queries send those keys, and which arrives back at the
 keys' owner after the last hop (the scheme of Inf-CL, Cheng et al., 2024).
 
-* :func:`ring_row_logsumexp`: the log-partition of each query over every rank's keys; its
-  backward sends the keys round once more, recomputing each tile's logits, and the keys'
-  gradients travel home.
+* :class:`RingRowLogSumExp` (``row_logsumexp``'s ``"ring"`` mode): the log-partition of
+  each query over every rank's keys; its backward sends the keys round once more,
+  recomputing each tile's logits, and the keys' gradients travel home.
 * :func:`ring_attention`: softmax attention over every rank's keys, ``w_i Σ_j P_ij x_j``
   per query and, optionally, the transposed sum ``Σ_i w_i P_ij x_i`` per key, exact and
   differentiable (the step of :class:`~cl2gnn.nn.UniformAttention`).
@@ -102,7 +102,10 @@ def _masked(
     return logits
 
 
-class _RingRowLogSumExp(torch.autograd.Function):
+class RingRowLogSumExp(torch.autograd.Function):
+    """``[n_local]`` log-partition of each local row over every rank's rows, with the keys
+    passed round; called through :func:`~cl2gnn.distributed.row_logsumexp`."""
+
     @staticmethod
     def forward(ctx, x, kernel, shard, self_loops, exclude, stop_gradient, tile):
         acc = acc_dtype(x.dtype)
@@ -158,39 +161,6 @@ class _RingRowLogSumExp(torch.autograd.Function):
         if key_grad is not None:
             grad += key_grad[:n]
         return grad.to(x.dtype), None, None, None, None, None, None
-
-
-def ring_row_logsumexp(
-    x: Tensor,
-    kernel: LogKernel,
-    shard: Shard,
-    *,
-    self_loops: bool = False,
-    exclude_index: Tensor | None = None,
-    stop_gradient: bool = False,
-    tile_size: int = 1024,
-) -> Tensor:
-    r"""Per local row :math:`\log \sum_j \exp k(x_i, x_j)` over the rows ``j`` of every rank
-    (``[n_local]``, ``-inf`` for a row without keys), exact, in ``O(N d / P + tile²)``
-    memory per rank.
-
-    Args:
-        x (Tensor): this rank's rows :math:`(n_r, d)`, queries and keys at once.
-        kernel (callable): ``(queries, keys) -> logits`` for a tile, differentiable (the
-            backward recomputes it under autograd), e.g. ``lambda q, k: q @ k.T / tau``.
-        shard (Shard): the rows per rank, from :func:`~cl2gnn.distributed.shard_of`.
-        self_loops (bool, optional): keep :math:`j = i` (default: ``False``).
-        exclude_index (Tensor, optional): local pairs ``(key, anchor)`` :math:`(2, E)` left
-            out, e.g. the positives of a decoupled loss (default: ``None``).
-        stop_gradient (bool, optional): keys are constants in the gradient
-            (default: ``False``).
-        tile_size (int, optional): queries and keys per tile (default: ``1024``).
-    """
-    if tile_size < 1:
-        raise ValueError(f"tile_size must be >= 1, got {tile_size}")
-    return _RingRowLogSumExp.apply(
-        x, kernel, shard, self_loops, exclude_index, stop_gradient, int(tile_size)
-    )
 
 
 def _attention_tiles(

@@ -22,7 +22,7 @@ from .._options import (
 )
 from .._registry import PAIR_LOSSES
 from .._validation import check_temperature
-from ..distributed import Shard, gather_rows, ring_row_logsumexp
+from ..distributed import Shard, gather_rows, row_logsumexp
 from . import _tiling
 from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
 from ._tiling import edges_by_target, row_tiled_sum
@@ -139,7 +139,7 @@ def _graph_contrastive(
 
     total = row_tiled_sum(term, n, tile)
     if ring:
-        lse = ring_row_logsumexp(x, kernel, shard, tile_size=tile)
+        lse = row_logsumexp(x, kernel, "ring", shard, tile_size=tile)
         total = total + torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse)).sum()
     return share_of_mean(total, n, shard)
 
