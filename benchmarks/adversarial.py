@@ -28,6 +28,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from cl2gnn.apps import cmdline
+
 CLEAN, FAILED = 0, 1
 CASES: dict[str, list[tuple[str, Callable[[Path], bool]]]] = {}
 
@@ -422,6 +424,9 @@ def main() -> None:
     print("| category | tried | clean | failures |\n|---|---|---|---|")
     details = []
     words = sys.argv[1:]
+    for word in words:
+        if not any(word in category for category in CASES):
+            cmdline.fail("adversarial.py", f"{word!r} names no category of {list(CASES)}")
     for category, cases in CASES.items():
         if words and not any(word in category for word in words):
             continue

@@ -28,7 +28,6 @@ the Dirichlet energy as a Rayleigh quotient ``tr(Hᵀ L H) / ‖H‖²_F`` (``L 
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import statistics
@@ -41,6 +40,7 @@ from _results import RESULTS_DIR, save_table  # benchmarks/_results.py
 from torch_geometric.nn import DiffGroupNorm, GCNConv, PairNorm
 from torch_geometric.utils import to_torch_csr_tensor
 
+from cl2gnn.apps import cmdline
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.nn import AlignConv, ContrastiveNorm
 
@@ -354,7 +354,7 @@ def draw(groups: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="what", required=True)
     go = sub.add_parser("run")
     go.add_argument("--graphs", nargs="+", default=["Cora", "chameleon"])

@@ -23,13 +23,13 @@ minus one standard deviation."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from cl2gnn.apps import cmdline
 from cl2gnn.datasets.names import EMBEDDED, HETEROPHILOUS
 from cl2gnn.node.defaults import default_method
 
@@ -208,7 +208,7 @@ def widths(graphs: list[str], values: list[int]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = cmdline.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=("run", "table", "widths"))
     parser.add_argument("--graphs", nargs="+", choices=GRAPHS, default=list(GRAPHS))
     parser.add_argument("--widths", nargs="+", type=int, default=[512, 1024])

@@ -8,10 +8,10 @@ library's DGI training loss, printed here per seed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
+from cl2gnn.apps import cmdline
 from cl2gnn.node import load_node_dataset
 from cl2gnn.node.defaults import default_config
 from cl2gnn.node.fullbatch import FullBatchTrainer
@@ -37,7 +37,7 @@ def kept_epoch(trainer: FullBatchTrainer) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cmdline.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1)
     args = parser.parse_args()
     data = load_node_dataset("Cora")

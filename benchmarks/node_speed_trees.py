@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from cl2gnn.apps import cmdline
+
 
 def child(epochs: int) -> None:
     benchmarks = Path(os.environ["PYTHONPATH"]) / "benchmarks"
@@ -42,7 +44,7 @@ def child(epochs: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
+    parser = cmdline.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", nargs="+", type=Path, default=[Path(".")])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=60)

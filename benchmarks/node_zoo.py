@@ -18,12 +18,13 @@ date it was measured. ``--authors``: a JSON of ``{"<method>": {"scores": [...], 
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 from pathlib import Path
 
 from _results import earlier_rows, save_table  # benchmarks/_results.py
+
+from cl2gnn.apps import cmdline
 
 # published numbers on Cora's public split: DGI's paper; BGRL's and MVGRL's as GraphMAE (Hou
 # et al., KDD 2022, Table 1) reproduced them (BGRL's paper and code have no Cora; MVGRL's
@@ -148,7 +149,7 @@ def why_not(methods: list[str], authors: dict, missing: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cmdline.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=Path, required=True, help="the --json files' folder")
     parser.add_argument("--authors", type=Path, help="the authors' code's results (JSON)")
     parser.add_argument("--methods", nargs="+", default=list(ANCHORS))

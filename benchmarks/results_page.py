@@ -12,13 +12,14 @@ current numbers only (their history is in git). No line of the page exceeds
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import textwrap
 from pathlib import Path
 
 from _results import RESULTS_DIR, TOPICS  # benchmarks/_results.py
+
+from cl2gnn.apps import cmdline
 
 KEYS = ("topic", "title", "command", "machine", "date", "columns", "rows", "notes")
 MAX_LINE = 300  # a line a reader can take in; configurations belong in the JSON
@@ -162,7 +163,7 @@ def render_page(results: Path) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--results", type=Path, default=RESULTS_DIR)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR.parent / "RESULTS.md")
     args = parser.parse_args()

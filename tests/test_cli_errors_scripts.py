@@ -264,6 +264,20 @@ def test_argument_error_is_one_line_exit_2_nothing_written(
     assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
 
 
+BENCHMARKS = sorted(p.name for p in (ROOT / "benchmarks").glob("[!_]*.py"))
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_every_benchmark_refuses_an_unknown_option_in_one_line(out, capsys, monkeypatch, name):
+    """Each script's parser fails like a tool (none is argparse's own, whose error prints
+    the usage block too), before any work."""
+    code = run_script(f"benchmarks/{name}", ["--no-such-option"], monkeypatch)
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"{name}: error: "), lines[0]
+    assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
+
+
 @pytest.mark.parametrize("script", ["benchmarks/node_sweep.py", "benchmarks/node_epochs.py"])
 @pytest.mark.parametrize(("content", "named"), CONFIG_ERRORS, ids=[c for c, _ in CONFIG_ERRORS])
 def test_configuration_list_checked_entry_by_entry(
