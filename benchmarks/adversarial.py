@@ -421,12 +421,14 @@ option_cases()
 
 def main() -> None:
     torch.set_num_threads(1)
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("words", nargs="*", help="the categories whose names hold a word")
+    words = parser.parse_args().words
+    unknown = [word for word in words if not any(word in category for category in CASES)]
+    if unknown:
+        parser.error(f"argument words: {unknown} name no category of {list(CASES)}")
     print("| category | tried | clean | failures |\n|---|---|---|---|")
     details = []
-    words = sys.argv[1:]
-    for word in words:
-        if not any(word in category for category in CASES):
-            cmdline.fail("adversarial.py", f"{word!r} names no category of {list(CASES)}")
     for category, cases in CASES.items():
         if words and not any(word in category for word in words):
             continue
