@@ -36,7 +36,7 @@ def measure(args) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     from cl2gnn.graphs import neighbor_loader
-    from cl2gnn.node.minibatch import MinibatchTrainer, trimmed
+    from cl2gnn.node.minibatch import MinibatchTrainer, layer_rows, trimmed
     from cl2gnn.node.models import GraphEncoder
     from cl2gnn.node.sampler import SeedBatches
 
@@ -68,7 +68,8 @@ def measure(args) -> dict:
     def supervised_step(batch):
         graph = supervised.propagation_graph(batch.edge_index, batch.num_nodes)
         if contrastive.trim:  # the same trimming: the layers that reach the seeds
-            graph = trimmed(graph, batch.edge_index, batch.batch_size, supervised.num_layers)
+            rows = layer_rows(batch.edge_index, batch.batch_size, supervised.num_layers)
+            graph = trimmed(graph, rows)
         out = supervised.encode(supervised.prepare(batch.x), graph)  # training's fast path
         logits = classifier(out[: batch.batch_size])
         loss = torch.nn.functional.cross_entropy(logits, batch.y[: batch.batch_size])
