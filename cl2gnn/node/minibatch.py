@@ -159,13 +159,13 @@ class MinibatchTrainer(Trainer):
         x = batch.x.to(device)
         edges = batch.edge_index.to(device)
         prepared = prepare_features(x, self.sparse) if self.builtin else x
-        graphs = self._view_graphs(batch.n_id, edges, seeds) if self.builtin else None
+        graphs = self.view_graphs(batch.n_id, edges, seeds) if self.builtin else None
         views = [self.view_input(view, x, prepared, edges, graphs) for view in self.views]
         loss = self.loss(ViewBatch(views, edges, seeds))
         self.optimise(loss)
         return loss.detach()
 
-    def _view_graphs(self, nodes: Tensor, edges: Tensor, seeds: int) -> ViewGraphs:
+    def view_graphs(self, nodes: Tensor, edges: Tensor, seeds: int) -> ViewGraphs:
         """The propagation graphs of the views of a sampled subgraph (global ids ``nodes``,
         sampled ``edges``), normalised by the whole graph's degrees less the edges a view
         dropped: layer-wise inference's normalisation (the whole graph's degrees), so that a
