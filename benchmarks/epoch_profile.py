@@ -5,7 +5,7 @@ epoch), for a graph's default GRACE-scheme configuration.
 
 The phases are timed by wrapping, on the trainer's instances only, the calls the step makes:
 ``view_input`` (a view's augmentation, less its propagation graph), the propagation graph
-(``_propagation``), the encoder's passes (``encoder.encode``, the built-in encoder's training
+(``graphs.kept``), the encoder's passes (``encoder.encode``, the built-in encoder's training
 path), the method's forward (``model.forward``, less the encoder's passes: "head and loss"),
 ``optimise`` (less the optimiser's step: "backward", with ``zero_grad`` and the method's
 ``after_step``) and ``optimizer.step``; "other" is the rest of the step, "total" the whole
@@ -32,7 +32,7 @@ PHASES += ("backward", "optimiser", "other", "total")
 # the calls timed, as (phase key, object, attribute): each wrapped on that instance
 CALLS = (
     ("view_input", "trainer", "view_input"),
-    ("propagation", "trainer", "_propagation"),
+    ("propagation", "graphs", "kept"),
     ("encoder", "encoder", "encode"),
     ("method", "model", "forward"),
     ("optimise", "trainer", "optimise"),
@@ -46,6 +46,7 @@ def timing(trainer, spent: dict[str, float]):
     ``spent[key]``; the trainer's own methods are restored on leaving."""
     owners = {
         "trainer": trainer,
+        "graphs": trainer.graphs,
         "encoder": trainer.encoder,
         "model": trainer.model,
         "optimizer": trainer.optimizer,

@@ -47,7 +47,7 @@ def measure(args) -> dict:
     with meter.phase("setup"):  # the sampler's CSC graph, the degrees, the model
         trainer = MinibatchTrainer(data, "grace", config, seed=0)
     with meter.phase("epoch"):
-        loss = trainer.epoch()
+        loss = float(trainer.epoch())
     with meter.phase("embed"):
         embeddings = trainer.embed()
     scores = {}

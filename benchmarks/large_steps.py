@@ -36,7 +36,8 @@ def measure(args) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     from cl2gnn.graphs import neighbor_loader
-    from cl2gnn.node.minibatch import MinibatchTrainer, trimmed
+    from cl2gnn.node.features import prepare_features
+    from cl2gnn.node.minibatch import MinibatchTrainer
     from cl2gnn.node.models import GraphEncoder
     from cl2gnn.node.sampler import SeedBatches
 
@@ -66,10 +67,11 @@ def measure(args) -> dict:
     contrastive.trim = contrastive.trim and not args.untrimmed
 
     def supervised_step(batch):
-        graph = supervised.propagation_graph(batch.edge_index, batch.num_nodes)
-        if contrastive.trim:  # the same trimming: the layers that reach the seeds
-            graph = trimmed(graph, batch.edge_index, batch.batch_size, supervised.num_layers)
-        out = supervised.encode(supervised.prepare(batch.x), graph)  # training's fast path
+        # the batch's graph and features as the trainer makes them (whole-graph degrees, the
+        # same trimming, the sparse-or-dense decision taken once for the graph), un-augmented
+        graph = contrastive.view_graphs(batch.n_id, batch.edge_index, batch.batch_size).kept(None)
+        x = prepare_features(supervised.normalize(batch.x), contrastive.sparse)
+        out = supervised.encode(x, graph)  # training's fast path
         logits = classifier(out[: batch.batch_size])
         loss = torch.nn.functional.cross_entropy(logits, batch.y[: batch.batch_size])
         supervised_opt.zero_grad(set_to_none=True)

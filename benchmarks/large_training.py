@@ -69,7 +69,7 @@ def measure(args) -> dict:
             trainer = MinibatchTrainer(data, "grace", config, seed=0)
             trainer.epoch(max_steps=2)  # warm-up
             start = time.perf_counter()
-            losses = [trainer.epoch(max_steps=args.max_steps)]
+            losses = [float(trainer.epoch(max_steps=args.max_steps))]
             epoch_ms = 1000 * (time.perf_counter() - start)
             if not args.no_embed:
                 embed_start = time.perf_counter()

@@ -25,7 +25,7 @@ def kept_epoch(trainer: FullBatchTrainer) -> dict:
     before the lowest loss (the parameters the authors' code reloads)."""
     best, best_epoch, wait, start = float("inf"), 0, 0, time.perf_counter()
     for epoch in range(MAX_EPOCHS):
-        loss = trainer.epoch()  # the loss at the parameters after `epoch` steps
+        loss = float(trainer.epoch())  # the loss at the parameters after `epoch` steps
         if loss < best:
             best, best_epoch, wait = loss, epoch, 0
         else:

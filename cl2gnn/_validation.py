@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor
@@ -24,7 +26,22 @@ def set_validation(enabled: bool) -> None:
     _ENABLED = bool(enabled)
 
 
-def _read_values() -> bool:
+@contextmanager
+def values_unread() -> Iterator[None]:
+    """The value-reading checks off inside the block (the previous setting back after it):
+    for the library's own loops over inputs it made or checked already, where each check
+    would wait for the device."""
+    enabled = _ENABLED
+    set_validation(False)
+    try:
+        yield
+    finally:
+        set_validation(enabled)
+
+
+def read_values() -> bool:
+    """Whether the checks that read tensor values run (:func:`set_validation`, not while
+    ``torch.compile`` traces)."""
     return _ENABLED and not torch.compiler.is_compiling()
 
 
@@ -99,7 +116,7 @@ def check_features(x: Tensor, name: str = "x", min_rows: int = 1) -> None:
         raise ValueError(f"{name} needs at least {min_rows} rows, got {x.size(0)}")
     if x.size(1) == 0:
         raise ValueError(f"{name} has zero feature columns")
-    if _read_values() and not all_finite(x):
+    if read_values() and not all_finite(x):
         raise ValueError(f"{name} contains NaN or inf values")
 
 
@@ -113,7 +130,7 @@ def check_same_shape(a: Tensor, b: Tensor, names: tuple[str, str] = ("z1", "z2")
 
 def check_normalized(x: Tensor, name: str = "x") -> None:
     """Raise if the rows of ``x`` are not unit vectors (a frequent user mistake)."""
-    if not _read_values():
+    if not read_values():
         return
     tol = 1e-2 if x.dtype in (torch.float16, torch.bfloat16) else 1e-4
     norms = x.detach().float().norm(dim=-1)
@@ -164,14 +181,14 @@ def as_edge_index(
                 f"edge_weight must have shape [E] = [{edge_index.size(1)}], "
                 f"got {tuple(edge_weight.shape)}"
             )
-        if _read_values() and not all_finite(edge_weight):
+        if read_values() and not all_finite(edge_weight):
             raise ValueError("edge_weight contains NaN or inf values")
-        if _read_values() and non_negative and edge_weight.numel() and edge_weight.min() < 0:
+        if read_values() and non_negative and edge_weight.numel() and edge_weight.min() < 0:
             raise ValueError(
                 f"edge_weight must be >= 0 (the degrees D^-1/2 normalises by), "
                 f"got {float(edge_weight.min())}"
             )
-    if _read_values() and edge_index.numel() > 0:
+    if read_values() and edge_index.numel() > 0:
         lo, hi = int(edge_index.min()), int(edge_index.max())
         if lo < 0 or hi >= num_nodes:
             raise ValueError(
@@ -191,7 +208,7 @@ def as_keys(keys: Tensor, num_rows: int) -> Tensor:
     if keys.dtype not in (torch.int64, torch.int32):
         raise ValueError(f"keys must be an integer tensor, got {keys.dtype}")
     keys = keys.long()
-    if not _read_values():
+    if not read_values():
         return keys
     lo, hi = int(keys.min()), int(keys.max())
     if lo < 0 or hi >= num_rows:

@@ -125,9 +125,7 @@ def test_mvgrl_contrasts_each_views_nodes_with_the_other_views_summary(float64):
     method, encoder = trainer.method, trainer.encoder
     data = tiny_graph()
     graph_view, diffusion_view = (
-        trainer.view_input(
-            v, trainer.x_input, trainer.prepared, trainer.edge_index, trainer._propagation
-        )
+        trainer.view_input(v, trainer.x_input, trainer.prepared, trainer.edge_index, trainer.graphs)
         for v in trainer.views
     )
     from cl2gnn.node import ViewBatch
@@ -170,7 +168,7 @@ def test_mvgrl_corrupts_the_features_keeping_their_form(float64):
         trainer.x_input,
         trainer.prepared,
         trainer.edge_index,
-        trainer._propagation,
+        trainer.graphs,
     )
     order = torch.randperm(12)
     corrupt = permute_rows(view.x, order)

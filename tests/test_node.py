@@ -25,7 +25,7 @@ from cl2gnn.node import (
     train_node_model,
 )
 from cl2gnn.node.features import ColumnMasked
-from cl2gnn.node.minibatch import trimmed
+from cl2gnn.node.minibatch import layer_rows, trimmed
 from cl2gnn.node.models import GraphEncoder
 
 DATA = os.environ.get("CL2GNN_DATA")
@@ -190,7 +190,7 @@ def test_column_masked_features_equal_the_masked_copy(conv, trim):
     if conv != "gat":
         graph = graph.to(torch.float64)
     if trim:
-        graph = trimmed(graph, edge_index, 5, 2)
+        graph = trimmed(graph, layer_rows(edge_index, 5, 2))
         assert graph[0].size(0) == 15
     view = ColumnMasked(x, mask)
     assert torch.equal(view.to_dense(), x * mask)

@@ -32,14 +32,13 @@ def spy_views(monkeypatch):
     graph's edges it keeps and of the feature columns it keeps."""
     views = []
 
-    def augment(view, data):
-        out, keep = real(view, data)
-        columns = 1.0 if keep is None else float(keep.float().mean())
-        views.append((out.edge_index.size(1) / data.edge_index.size(1), columns))
-        return out, keep
+    def masks(view, data):
+        edges, columns = real(view, data)
+        views.append(tuple(1.0 if m is None else float(m.float().mean()) for m in (edges, columns)))
+        return edges, columns
 
-    real = node_trainer.augment_with_column_mask
-    monkeypatch.setattr(node_trainer, "augment_with_column_mask", augment)
+    real = node_trainer.view_masks
+    monkeypatch.setattr(node_trainer, "view_masks", masks)
     return views
 
 

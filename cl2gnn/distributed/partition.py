@@ -83,10 +83,13 @@ def masked_logits(
 
 def masked_logsumexp(logits: Tensor) -> Tensor:
     """Row-wise ``logsumexp``, ``-inf`` (with a zero gradient, not NaN) for a row whose
-    every key is masked."""
-    lse = torch.logsumexp(logits, dim=1)
-    if bool(torch.isfinite(lse).all()):  # the usual case: one pass, no extra copies
-        return lse
-    has_keys = torch.isfinite(logits).any(1, keepdim=True)
-    lse = torch.logsumexp(logits.masked_fill(~has_keys, 0.0), dim=1)
-    return lse.masked_fill(~has_keys.view(-1), float("-inf"))
+    every key is masked, without reading a value back from the device: ``logsumexp``'s own
+    steps (the row's maximum, the shifted sum of exponentials) with a masked row's shift and
+    sum replaced by harmless constants."""
+    peak = logits.detach().amax(1, keepdim=True)
+    has_keys = torch.isfinite(peak)
+    peak = torch.where(has_keys, peak, torch.zeros_like(peak))
+    total = (logits - peak).exp().sum(1)
+    has_keys = has_keys.view(-1)
+    total = torch.where(has_keys, total, torch.ones_like(total))  # log(1): no 1/0 backward
+    return torch.where(has_keys, total.log() + peak.view(-1), float("-inf"))

@@ -39,7 +39,7 @@ def pair_graph(
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if num_views < 2:
             raise ValueError(f"num_views must be >= 2 for a non-empty graph, got {num_views}")
-        sample_id = torch.arange(batch_size, device=device).repeat(num_views)
+        return _views_cliques(batch_size, num_views, device)
     if sample_id.dim() != 1 or sample_id.is_floating_point():
         raise ValueError(f"sample_id must be a 1-D integer tensor, got {sample_id.dtype}")
     return _cliques(sample_id)
@@ -53,6 +53,17 @@ def cached_pair_graph(
     then shared between calls (a loss over equal-sized batches builds its graph once):
     read it, never modify it in place."""
     return pair_graph(batch_size, num_views, device=device)
+
+
+def _views_cliques(batch_size: int, num_views: int, device) -> Tensor:
+    """The cliques of ``num_views`` stacked views, built directly (no sort, no read of a
+    device value): target ``t = v B + b`` receives from ``w B + b`` for every view ``w != v``,
+    in increasing ``w``, the targets in order (what :func:`_cliques` makes of the same ids)."""
+    target = torch.arange(batch_size * num_views, device=device).repeat_interleave(num_views - 1)
+    others = torch.arange(num_views - 1, device=device).repeat(batch_size * num_views)
+    view, sample = target // batch_size, target % batch_size
+    source = (others + (others >= view).long()) * batch_size + sample  # every view but its own
+    return torch.stack([source, target])
 
 
 def _cliques(sample_id: Tensor) -> Tensor:

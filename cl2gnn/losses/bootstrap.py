@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .._validation import check_features, check_same_shape
-from ..graphs import pair_graph
+from ..graphs import cached_pair_graph
 from ..nn import AlignConv
 
 
@@ -30,7 +30,7 @@ def bootstrap_loss(p1: Tensor, p2: Tensor, t1: Tensor, t2: Tensor) -> Tensor:
     for name, other in (("p2", p2), ("t1", t1), ("t2", t2)):
         check_same_shape(p1, other, ("p1", name))
     n = p1.size(0)
-    pairs = pair_graph(n, 2, device=p1.device)
+    pairs = cached_pair_graph(n, 2, device=p1.device)
     align = AlignConv()
     energy = sum(
         align.energy(torch.cat([F.normalize(p, dim=-1), F.normalize(t.detach(), dim=-1)]), pairs)

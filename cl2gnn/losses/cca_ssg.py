@@ -12,7 +12,7 @@ from torch import Tensor
 from .._options import Distributed, checks_options
 from .._validation import check_features, check_same_shape
 from ..distributed import all_reduce_sum, is_distributed, shard_of
-from ..graphs import pair_graph
+from ..graphs import cached_pair_graph
 from ..nn import AlignConv
 from ._inputs import FunctionalLoss
 
@@ -95,7 +95,9 @@ def cca_ssg_loss(
         z1, z2 = standardize(h1) / n**0.5, standardize(h2) / n**0.5
     else:
         z1, z2 = standardize_across_ranks(torch.stack([h1, h2]), n) / n**0.5
-    invariance = AlignConv().energy(torch.cat([z1, z2]), pair_graph(len(z1), 2, device=h1.device))
+    invariance = AlignConv().energy(
+        torch.cat([z1, z2]), cached_pair_graph(len(z1), 2, device=h1.device)
+    )
     gram1, gram2 = z1.T @ z1, z2.T @ z2
     if shard is not None:  # the ranks' sums, in one all-reduce
         summed = all_reduce_sum(torch.cat([invariance[None], gram1.flatten(), gram2.flatten()]))

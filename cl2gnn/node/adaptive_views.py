@@ -24,7 +24,7 @@ from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import degree, to_undirected
 
 from .names import CENTRALITIES
-from .views import same_inputs
+from .views import keep_edges, same_inputs
 
 PAGERANK_DAMPING, PAGERANK_ITERATIONS = 0.85, 200  # the authors' code's
 EIGENVECTOR_FLOOR = 1e-8  # their floor under the eigenvector's zeros, before the log
@@ -141,8 +141,6 @@ class AdaptiveDropEdge(_Adaptive):
             (default: ``"degree"``).
     """
 
-    edges_only = True  # the features pass untouched (augment_with_column_mask)
-
     def probability(self, edge_index: Tensor, num_nodes: int) -> Tensor:
         """Each edge's probability of being dropped ``[E]``."""
         return self._cached(
@@ -152,14 +150,13 @@ class AdaptiveDropEdge(_Adaptive):
             ),
         )
 
-    def forward(self, data: Data) -> Data:
+    def edges_kept(self, data: Data) -> Tensor:
+        """The edges of ``data`` this call keeps (booleans ``[E]``)."""
         probability = self.probability(data.edge_index, data.num_nodes)
-        kept = torch.rand_like(probability) >= probability
-        data.edge_index = data.edge_index[:, kept]
-        for key in ("edge_weight", "edge_attr"):
-            if data.get(key) is not None:
-                data[key] = data[key][kept]
-        return data
+        return torch.rand_like(probability) >= probability
+
+    def forward(self, data: Data) -> Data:
+        return keep_edges(data, self.edges_kept(data))
 
 
 class AdaptiveMaskFeatures(_Adaptive):

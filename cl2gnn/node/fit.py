@@ -3,10 +3,11 @@ snapshots) and :func:`train_run`, which chooses the trainer for a resolved confi
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
-import numpy as np
+import torch
 from torch import Tensor
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
@@ -18,26 +19,41 @@ from .minibatch import MinibatchTrainer
 from .result import TrainResult
 from .trainer import Trainer
 
+LOG_SECONDS = 1.0  # the losses are read back from the device at most this often
+
 
 def fit(
     trainer: Trainer, progress: bool = True, snapshot_every: int = 0, description: str = ""
 ) -> TrainResult:
     """Train ``trainer`` for ``config.epochs`` epochs and embed every node;
-    ``snapshot_every > 0`` also keeps the embeddings after every that many epochs. The first
-    epoch's time (one-off costs) is left out of ``epoch_ms`` when there are others."""
+    ``snapshot_every > 0`` also keeps the embeddings after every that many epochs.
+
+    The epochs' losses stay on the device and are read back once per log interval (after
+    the first epoch, then every :data:`LOG_SECONDS`, and after the last), so that no epoch
+    waits for the device; a non-finite loss stops the run there with a ``ValueError``
+    naming its epoch. ``epoch_ms`` is the time from the first read-back to the last per epoch
+    (the first epoch's one-off costs left out when there are others), snapshots left out."""
     config = trainer.config
     check_integer(snapshot_every, "snapshot_every", 0)
-    losses, seconds, snapshots = [], [], {}
+    losses, pending, snapshots = [], [], {}
     bar = tqdm(range(config.epochs), desc=description or trainer.label, disable=not progress)
+    first = later = 0.0  # seconds of training: the first epoch, the others
+    mark = time.perf_counter()  # the last read-back (or snapshot): what is timed starts here
     for epoch in bar:
-        start = time.perf_counter()
-        losses.append(trainer.epoch())
-        seconds.append(time.perf_counter() - start)
-        bar.set_postfix(loss=f"{losses[-1]:.4f}")
-        if snapshot_every and (epoch + 1) % snapshot_every == 0:
+        pending.append(trainer.epoch())
+        snapshot = snapshot_every and (epoch + 1) % snapshot_every == 0
+        last = epoch + 1 == config.epochs
+        if epoch == 0 or last or snapshot or time.perf_counter() - mark >= LOG_SECONDS:
+            losses += read_back(pending, len(losses))
+            pending, now = [], time.perf_counter()
+            first, later = (now - mark, later) if epoch == 0 else (first, later + now - mark)
+            mark = now
+            bar.set_postfix(loss=f"{losses[-1]:.4f}")
+        if snapshot:
             snapshots[epoch + 1] = trainer.embed()
-    warm = seconds[1:] if len(seconds) > 1 else seconds
-    epoch_ms = 1000.0 * float(np.mean(warm)) if warm else 0.0  # epochs=0: the untrained encoder
+            mark = time.perf_counter()
+    # the first epoch's one-off costs left out, unless it is the only one (epochs=0: untrained)
+    epoch_ms = 1000.0 * (later / (config.epochs - 1) if config.epochs > 1 else first)
     final = snapshots[config.epochs] if config.epochs in snapshots else trainer.embed()
     trainer.encoder.eval()
     return TrainResult(
@@ -49,6 +65,22 @@ def fit(
         method=trainer.method,
         config=config,
     )
+
+
+def read_back(pending: list[Tensor | float], done: int) -> list[float]:
+    """The losses of the epochs after the first ``done``, read back from the device in one
+    transfer; ``ValueError`` naming the first epoch (from 1) whose loss is not
+    finite."""
+    if not pending:
+        return []
+    values = torch.stack([torch.as_tensor(v, dtype=torch.float64) for v in pending]).tolist()
+    for offset, value in enumerate(values):
+        if not math.isfinite(value):
+            raise ValueError(
+                f"the loss of epoch {done + offset + 1} is {value}: training diverged (lower "
+                "the learning rate, or check the inputs and the method's options)"
+            )
+    return values
 
 
 def train_run(

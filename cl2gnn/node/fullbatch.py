@@ -6,6 +6,7 @@ import torch
 from torch import Tensor
 
 from .methods import ViewBatch
+from .propagation import ViewGraphs
 from .trainer import Trainer
 
 
@@ -21,12 +22,12 @@ class FullBatchTrainer(Trainer):
         self.x = data.x.to(device)
         self.edge_index = data.edge_index.to(device)
         self.num_nodes = data.num_nodes
-        if self.builtin:  # made once for every view: the normalised and the sparse forms
+        self.graphs = None
+        if self.builtin:  # made once for every view: the features' forms, the graph's structure
             self.x_input = self.encoder.normalize(self.x)
             self.prepared = self.encoder.prepare(self.x)
-
-    def _propagation(self, edge_index: Tensor, edge_weight: Tensor | None) -> Tensor:
-        return self.encoder.propagation_graph(edge_index, self.num_nodes, edge_weight=edge_weight)
+            weight = None if self.edge_weight is None else self.edge_weight.to(device)
+            self.graphs = ViewGraphs(self.encoder, self.edge_index, self.num_nodes, weight)
 
     def step(self) -> Tensor:
         """One optimiser step on two fresh views of the graph; returns the loss."""
@@ -36,15 +37,14 @@ class FullBatchTrainer(Trainer):
         else:
             x = prepared = self.x
         views = [
-            self.view_input(view, x, prepared, self.edge_index, self._propagation)
-            for view in self.views
+            self.view_input(view, x, prepared, self.edge_index, self.graphs) for view in self.views
         ]
-        loss = self.model(ViewBatch(views, self.edge_index, self.num_nodes))
+        loss = self.loss(ViewBatch(views, self.edge_index, self.num_nodes))
         self.optimise(loss)
         return loss.detach()
 
-    def epoch(self) -> float:
-        return float(self.step())  # waits for the device: the epoch's work is done
+    def epoch(self) -> Tensor:
+        return self.step()  # on the device: fit reads the losses back per log interval
 
     @torch.no_grad()
     def embed(self) -> Tensor:

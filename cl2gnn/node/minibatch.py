@@ -26,6 +26,7 @@ several processes make a step of the same distribution, not the same step.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -44,6 +45,7 @@ from .inference import full_neighborhood, layerwise_embeddings
 from .methods import ViewBatch
 from .methods.contrastive import ContrastiveMethod
 from .models import first_rows
+from .propagation import ValuedGraph, ViewGraphs
 from .sampler import SeedBatches
 from .trainer import Trainer
 
@@ -52,21 +54,27 @@ from .trainer import Trainer
 FEATURE_MASK_STREAM, RANK_STREAM = 0, 1
 
 
-def trimmed(graph: Tensor, edges: Tensor, seeds: int, layers: int) -> tuple[Tensor, ...]:
-    """A sampled subgraph's propagation graph (CSR) for each of ``layers`` encoder layers,
-    trimmed to the rows that reach the first ``seeds`` nodes (PyG's ``trim_to_layer`` on the
-    CSR graph): the last layer for the seeds, each layer before it for the rows the next one
-    reads, the sources of their in-edges in ``edges`` (the un-augmented sample, which holds
-    every view's edges; the sampler lists the seeds first, then the nodes each hop adds).
-    The seeds' rows are those of the untrimmed forward."""
+def layer_rows(edges: Tensor, seeds: int, layers: int) -> list[int]:
+    """The rows each of ``layers`` encoder layers must output for the first ``seeds`` nodes
+    of a sampled subgraph (PyG's ``trim_to_layer``), first layer first: the last layer the
+    seeds, each layer before it the rows the next one reads, the sources of their in-edges
+    in ``edges`` (the un-augmented sample, which holds every view's edges; the sampler
+    lists the seeds first, then the nodes each hop adds)."""
     reach = [seeds]  # rows kept by the last layer, the one before it, …
     for _ in range(layers - 1):
         into = edges[0][edges[1] < reach[-1]]
         reach.append(max(reach[-1], int(into.max()) + 1) if into.numel() else reach[-1])
-    columns = [graph.size(1), *reach[::-1][:-1]]  # each layer reads the rows the one before kept
-    return tuple(
-        first_rows(graph, rows, cols) for rows, cols in zip(reach[::-1], columns, strict=True)
-    )
+    return reach[::-1]
+
+
+def trimmed(graph: Tensor, rows: list[int]) -> tuple[Tensor, ...]:
+    """A sampled subgraph's propagation graph (CSR) for each encoder layer, trimmed to the
+    ``rows`` it outputs (:func:`layer_rows`), each reading the rows the one before kept. The
+    seeds' rows are those of the untrimmed forward."""
+    if isinstance(graph, ValuedGraph):
+        graph = graph.to_sparse_csr()
+    columns = [graph.size(1), *rows[:-1]]
+    return tuple(first_rows(graph, r, c) for r, c in zip(rows, columns, strict=True))
 
 
 class MinibatchTrainer(Trainer):
@@ -151,34 +159,29 @@ class MinibatchTrainer(Trainer):
         x = batch.x.to(device)
         edges = batch.edge_index.to(device)
         prepared = prepare_features(x, self.sparse) if self.builtin else x
-        propagation = self._propagation(batch.n_id, edges, seeds) if self.builtin else None
-        views = [self.view_input(view, x, prepared, edges, propagation) for view in self.views]
-        loss = self.model(ViewBatch(views, edges, seeds))
+        graphs = self.view_graphs(batch.n_id, edges, seeds) if self.builtin else None
+        views = [self.view_input(view, x, prepared, edges, graphs) for view in self.views]
+        loss = self.loss(ViewBatch(views, edges, seeds))
         self.optimise(loss)
         return loss.detach()
 
-    def _propagation(self, nodes: Tensor, edges: Tensor, seeds: int):
-        """The propagation graph of a view of a sampled subgraph (global ids ``nodes``,
-        sampled ``edges``) from the view's edges, normalised by the whole graph's degrees less
-        the edges the view dropped: layer-wise inference's normalisation (the whole graph's
-        degrees), so that a node at the subgraph's edge, which has few or no in-edges in it,
-        weighs its messages as it does there (an edge that was not sampled counts as kept);
-        trimmed per layer (:func:`trimmed`) where the method reads the seeds alone."""
-        encoder, n = self.encoder, nodes.numel()
-        whole = None
-        if self.degree is not None:  # GAT: no normalisation by degree
-            whole = self.degree[nodes].to(edges.device) - encoder.degree(edges, n)
+    def view_graphs(self, nodes: Tensor, edges: Tensor, seeds: int) -> ViewGraphs:
+        """The propagation graphs of the views of a sampled subgraph (global ids ``nodes``,
+        sampled ``edges``), normalised by the whole graph's degrees less the edges a view
+        dropped: layer-wise inference's normalisation (the whole graph's degrees), so that a
+        node at the subgraph's edge, which has few or no in-edges in it, weighs its messages
+        as it does there (an edge that was not sampled counts as kept); trimmed per layer
+        (:func:`trimmed`) where the method reads the seeds alone."""
+        degree = None if self.degree is None else self.degree[nodes].to(edges.device)
+        finish = None
+        if self.trim:
+            rows = layer_rows(edges, seeds, self.encoder.num_layers)
+            finish = functools.partial(trimmed, rows=rows)
+        return ViewGraphs(self.encoder, edges, nodes.numel(), degree=degree, finish=finish)
 
-        def propagation(view_edges: Tensor, _: Tensor | None) -> Tensor | tuple[Tensor, ...]:
-            degree = None if whole is None else whole + encoder.degree(view_edges, n)
-            graph = encoder.propagation_graph(view_edges, n, degree)
-            return trimmed(graph, edges, seeds, encoder.num_layers) if self.trim else graph
-
-        return propagation
-
-    def epoch(self, max_steps: int | None = None) -> float:
+    def epoch(self, max_steps: int | None = None) -> Tensor:
         """One pass over the seed nodes (the first ``max_steps >= 1`` steps of it, if given);
-        returns the mean global-batch loss."""
+        returns the mean global-batch loss (on the device)."""
         if max_steps is not None:
             check_integer(max_steps, "max_steps", 1)
         total, steps = torch.zeros((), dtype=torch.float64, device=self.device), 0
@@ -190,7 +193,7 @@ class MinibatchTrainer(Trainer):
         if self.world > 1:  # each rank returned world_size × its share: the mean is global
             dist.all_reduce(total)
             total /= self.world
-        return float(total) / steps
+        return total / steps
 
     @torch.no_grad()
     def embed(self) -> Tensor:

@@ -19,6 +19,7 @@ from torch_geometric.utils import softmax, spmm, to_torch_csr_tensor
 
 from .features import ColumnMasked, SparseFeatures, prepare_features
 from .names import EMBEDDINGS, ENCODERS
+from .propagation import ValuedGraph
 
 ACTIVATIONS = {
     "relu": torch.nn.ReLU,
@@ -273,31 +274,41 @@ class GraphEncoder(torch.nn.Module):
         loops = torch.bincount(target[edge_index[0] == target], minlength=num_nodes)
         return degree - loops + 1
 
-    def _first_conv(self, x: Tensor | SparseFeatures | ColumnMasked, graph: Tensor) -> Tensor:
+    def _first_conv(self, x: Tensor | SparseFeatures | ColumnMasked, graph) -> Tensor:
         conv = self.convs[0]
-        rows = graph.size(0) if graph.layout == torch.sparse_csr else x.size(0)
         if isinstance(x, Tensor):
-            return conv(self._pair(x, graph), graph)
+            return self._conv(0, x, graph)
         if self.kind == "gat":
             return conv(x.to_dense(), graph)
+        rows = graph.size(0)
         if isinstance(x, ColumnMasked):  # the convolutions' own steps, the mask on W
             return self._column_masked_conv(x, graph, rows)
         if self.kind == "sage":  # W_nbr (Ā X) + b + W_self X with the fixed sparse X
-            neighbors = spmm(graph, x.matmul(conv.lin_l.weight.T)) + conv.lin_l.bias
+            neighbors = propagate(graph, x.matmul(conv.lin_l.weight.T)) + conv.lin_l.bias
             return neighbors + x.matmul(conv.lin_r.weight.T)[:rows]
         # GCNConv's Â (X W) + b with the fixed sparse X (its column mask moved to W)
-        return spmm(graph, x.matmul(conv.lin.weight.T)) + conv.bias
+        return propagate(graph, x.matmul(conv.lin.weight.T)) + conv.bias
 
-    def _column_masked_conv(self, x: ColumnMasked, graph: Tensor, rows: int) -> Tensor:
+    def _column_masked_conv(self, x: ColumnMasked, graph, rows: int) -> Tensor:
         """The first convolution on ``X diag(m)``, step by step as PyG's ``SAGEConv``
         (aggregate, then ``lin_l``, plus ``lin_r`` of the targets) and ``GCNConv`` (``lin``,
         propagate, bias) compute it, each weight's columns masked instead of ``X``'s."""
         linear = torch.nn.functional.linear
         conv = self.convs[0]
         if self.kind == "sage":
-            neighbors = linear(spmm(graph, x.x), x.masked(conv.lin_l.weight), conv.lin_l.bias)
+            neighbors = linear(propagate(graph, x.x), x.masked(conv.lin_l.weight), conv.lin_l.bias)
             return neighbors + linear(x.x[:rows], x.masked(conv.lin_r.weight))
-        return spmm(graph, linear(x.x, x.masked(conv.lin.weight))) + conv.bias
+        return propagate(graph, linear(x.x, x.masked(conv.lin.weight))) + conv.bias
+
+    def _conv(self, index: int, x: Tensor, graph) -> Tensor:
+        """Convolution ``index`` on dense ``x``: the PyG module on a CSR graph or an edge
+        list, its own steps on a :class:`~cl2gnn.node.propagation.ValuedGraph`."""
+        conv = self.convs[index]
+        if not isinstance(graph, ValuedGraph):
+            return conv(self._pair(x, graph), graph)
+        if self.kind == "sage":  # SAGEConv: lin_l of the neighbors' mean, plus lin_r of its own
+            return conv.lin_l(graph.matmul(x)) + conv.lin_r(x[: graph.size(0)])
+        return graph.matmul(conv.lin(x)) + conv.bias  # GCNConv: Â (X W) + b
 
     def _pair(self, x: Tensor, graph: Tensor) -> Tensor | tuple[Tensor, Tensor]:
         """GraphSAGE's input as (sources, targets): a trimmed graph (:func:`first_rows`) keeps
@@ -309,11 +320,7 @@ class GraphEncoder(torch.nn.Module):
     def layer(self, index: int, x: Tensor | SparseFeatures, graph: Tensor) -> Tensor:
         """Layer ``index`` with its normalisation and activation, on ``graph`` (from
         :meth:`propagation_graph`, or its :func:`first_rows`)."""
-        out = (
-            self._first_conv(x, graph)
-            if index == 0
-            else self.convs[index](self._pair(x, graph), graph)
-        )
+        out = self._first_conv(x, graph) if index == 0 else self._conv(index, x, graph)
         return self.acts[index](self.norms[index](out))
 
     def _layers(self, x, graph) -> list[Tensor]:
@@ -427,6 +434,12 @@ class GraphEncoder(torch.nn.Module):
         messages = messages.view(-1, heads, conv.out_channels) * alpha[..., None]
         out = messages.new_zeros(rows, heads, conv.out_channels).index_add_(0, index, messages)
         return out.view(rows, width) if conv.concat else out.mean(1)
+
+
+def propagate(graph: Tensor | ValuedGraph, h: Tensor) -> Tensor:
+    """``adj_t @ h`` for a propagation graph: a CSR tensor or a
+    :class:`~cl2gnn.node.propagation.ValuedGraph`."""
+    return graph.matmul(h) if isinstance(graph, ValuedGraph) else spmm(graph, h)
 
 
 def first_rows(graph: Tensor, rows: int, columns: int) -> Tensor:

@@ -4,6 +4,7 @@ and the interface :func:`~cl2gnn.node.fit.fit` drives."""
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 
@@ -12,12 +13,13 @@ from torch import Tensor
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
+from .._validation import values_unread
 from .config import NodeConfig
 from .features import with_column_mask
 from .inputs import check_encoder, check_graph, output_width, takes_edge_weight
 from .methods import EncoderInput, NodeMethod, ViewBatch, make_method
 from .models import GraphEncoder
-from .views import View, augment_with_column_mask, view_pair
+from .views import View, view_masks, view_pair
 
 
 class EncoderAndMethod(torch.nn.Module):
@@ -59,7 +61,8 @@ class Trainer:
     (``Data -> Data``, a PyG transform) for both, a pair, or ``None`` (the configuration's
     edge dropping and feature masking).
 
-    Subclasses define :meth:`epoch` (one pass over the nodes; the mean loss) and
+    Subclasses define :meth:`epoch` (one pass over the nodes; the mean loss, a 0-dim tensor
+    left on the device) and
     :meth:`embed` (every node's embedding); :func:`~cl2gnn.node.fit.fit` drives either.
     """
 
@@ -119,32 +122,38 @@ class Trainer:
         self.model = EncoderAndMethod(self.encoder, self.method).to(device)
         self.label = getattr(self.method, "label", self.method.name)
         params = [p for p in self.model.parameters() if p.requires_grad]
+        # fused on CUDA: one launch for every parameter, and no read of the step counters
+        fused = bool(params) and all(p.is_cuda for p in params)
         self.optimizer = torch.optim.Adam(
-            params, lr=config.learning_rate, weight_decay=config.weight_decay
+            params, lr=config.learning_rate, weight_decay=config.weight_decay, fused=fused or None
         )
         self.steps, self.steps_per_epoch = 0, 1
 
     def view_input(
-        self, view: View, x: Tensor, prepared, edge_index: Tensor, propagation
+        self, view: View, x: Tensor, prepared, edge_index: Tensor, graphs
     ) -> EncoderInput:
         """``view`` of the graph ``(x, edge_index)`` (and the whole graph's weights) as the
         encoder reads it. The built-in encoder reads ``prepared`` (``x`` as
-        :meth:`~cl2gnn.node.GraphEncoder.prepare` made it) with the view's column mask kept
-        apart where the view allows it, and ``propagation(edge_index, edge_weight)``'s graph;
-        any other encoder the view's ``Data``."""
+        :meth:`~cl2gnn.node.GraphEncoder.prepare` made it) and the propagation graph from
+        ``graphs`` (:class:`~cl2gnn.node.propagation.ViewGraphs`): a view made of edge drops
+        and column masks is drawn as its masks (:func:`~cl2gnn.node.views.view_masks`), the
+        column mask kept apart for the first layer's weight and the kept edges zeroing the
+        dropped entries of a fixed structure; any other encoder reads the view's ``Data``."""
         data = Data(x=x, edge_index=edge_index, num_nodes=x.size(0))
         if self.edge_weight is not None:
             data.edge_weight = self.edge_weight.to(x.device)
         if not self.builtin:
             out = view(data)
             return EncoderInput(out.x, out.edge_index, out.get("edge_weight"))
-        out, keep = augment_with_column_mask(view, data)
-        if out.x is not x:  # a view of its own changed the features: they are what it says
-            features = out.x
-        else:
-            features = prepared if keep is None else with_column_mask(prepared, keep)
-        graph = propagation(out.edge_index, out.get("edge_weight"))
-        return EncoderInput(features, graph, prepared=True)
+        masks = view_masks(view, data)
+        if masks is None:  # a view of its own: its features and edges are what it says
+            out = view(copy.copy(data))
+            features = prepared if out.x is x else out.x
+            graph = graphs.of(out.edge_index, out.get("edge_weight"))
+            return EncoderInput(features, graph, prepared=True)
+        edges, columns = masks
+        features = prepared if columns is None else with_column_mask(prepared, columns)
+        return EncoderInput(features, graphs.kept(edges), prepared=True)
 
     @property
     def total_steps(self) -> int:
@@ -162,6 +171,13 @@ class Trainer:
         done = (step - warmup) / max(self.total_steps - warmup, 1)
         return config.learning_rate * 0.5 * (1 + math.cos(math.pi * done))
 
+    def loss(self, batch: ViewBatch) -> Tensor:
+        """The method's loss on ``batch``. Its inputs were checked where they entered (the
+        graph, the views' edges), so the losses' value-reading checks, each a wait for the
+        device, are skipped: a non-finite loss stops :func:`~cl2gnn.node.fit.fit` instead."""
+        with values_unread():
+            return self.model(batch)
+
     def optimise(self, loss: Tensor) -> None:
         """One optimiser step on ``loss``, then the method's :meth:`~NodeMethod.after_step`."""
         self.optimizer.zero_grad(set_to_none=True)
@@ -173,7 +189,7 @@ class Trainer:
         self.steps += 1
         self.method.after_step(self.encoder, min(1.0, self.steps / self.total_steps))
 
-    def epoch(self) -> float:
+    def epoch(self) -> Tensor:
         raise NotImplementedError
 
     def embed(self) -> Tensor:

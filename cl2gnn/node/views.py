@@ -3,9 +3,11 @@
 drawn as PyG's ``mask_feature`` draws it). Any other PyG transform is a view too, and
 ``torch_geometric.transforms.Compose`` chains them.
 
-The built-in encoder opts into one speed-up: where a view is made of these two alone, the
-column mask is kept apart and applied to its first layer's weight
-(:func:`augment_with_column_mask`), so that no view copies the features."""
+The built-in encoder opts into one speed-up: where a view is made of these two alone (or of
+other steps that drop edges or mask whole columns), the view is drawn as its masks
+(:func:`view_masks`): the column mask is applied to the first layer's weight, so that no view
+copies the features, and the kept edges zero the dropped entries of a propagation graph whose
+structure is built once (:class:`~cl2gnn.node.propagation.PropagationStructure`)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,6 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import GDC, BaseTransform, Compose
-from torch_geometric.utils import dropout_edge
 
 View = Callable[[Data], Data]
 
@@ -28,24 +29,26 @@ def _probability(p: float, name: str) -> float:
 
 
 class DropEdge(BaseTransform):
-    """Drops each edge with probability ``p`` (PyG's ``dropout_edge``), and its
+    """Drops each edge with probability ``p`` (as PyG's ``dropout_edge``), and its
     ``edge_weight`` / ``edge_attr`` with it.
 
     Args:
         p (float): the probability of dropping an edge.
     """
 
-    edges_only = True  # the features pass untouched (augment_with_column_mask)
-
     def __init__(self, p: float) -> None:
         self.p = _probability(p, "p")
 
+    def edges_kept(self, data: Data) -> Tensor | None:
+        """The edges of ``data`` this call keeps (booleans ``[E]``), drawn as PyG's
+        ``dropout_edge`` draws them (its mask, without indexing the edges: a boolean index
+        waits for the device); ``None``: all (``p = 0`` draws nothing, as it)."""
+        if self.p == 0:
+            return None
+        return torch.rand(data.edge_index.size(1), device=data.edge_index.device) >= self.p
+
     def forward(self, data: Data) -> Data:
-        data.edge_index, kept = dropout_edge(data.edge_index, p=self.p)
-        for key in ("edge_weight", "edge_attr"):
-            if data.get(key) is not None:
-                data[key] = data[key][kept]
-        return data
+        return keep_edges(data, self.edges_kept(data))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(p={self.p})"
@@ -62,6 +65,8 @@ class MaskFeatures(BaseTransform):
             ``p``, so that processes whose generators are seeded alike mask the same columns
             (default: ``None``).
     """
+
+    reads_edges = False  # view_masks: it reads the features' width alone
 
     def __init__(self, p: float, generator: torch.Generator | None = None) -> None:
         self.p, self.generator = _probability(p, "p"), generator
@@ -196,29 +201,49 @@ def view_pair(augment: View | Sequence[View] | None, default: tuple[View, View])
     )
 
 
+def keep_edges(data: Data, kept: Tensor | None) -> Data:
+    """``data`` with the edges ``kept`` (booleans ``[E]``; ``None``: all) and their
+    ``edge_weight`` / ``edge_attr``."""
+    if kept is None:
+        return data
+    data.edge_index = data.edge_index[:, kept]
+    for key in ("edge_weight", "edge_attr"):
+        if data.get(key) is not None:
+            data[key] = data[key][kept]
+    return data
+
+
 def _steps(view: View) -> list[View]:
     return [s for t in view.transforms for s in _steps(t)] if isinstance(view, Compose) else [view]
 
 
+def _and(a: Tensor | None, b: Tensor | None) -> Tensor | None:
+    return b if a is None else a if b is None else a & b
+
+
+def view_masks(view: View, data: Data) -> tuple[Tensor | None, Tensor | None] | None:
+    """Where ``view`` is made of one step that drops edges (``edges_kept(data)``:
+    :class:`DropEdge`) and steps that mask whole feature columns (``columns_kept(data)``:
+    :class:`MaskFeatures`): the view as its masks, ``(edges kept [E], columns kept [F])``
+    (``None``: all), drawn in the order and from the streams the view's own call would draw
+    them, ``data`` left as it is; ``None`` for any other view. A column step after the edge
+    step sees the graph with the edges dropped, as in the view's call, unless it reads no
+    edges (``reads_edges = False``)."""
+    steps = _steps(view)
+    droppers = [s for s in steps if callable(getattr(s, "edges_kept", None))]
+    if len(droppers) > 1 or not all(s in droppers or _masks_columns(s) for s in steps):
+        return None
+    edges = columns = None
+    seen = data
+    for step in steps:
+        if step in droppers:
+            edges = step.edges_kept(data)
+            continue
+        if edges is not None and seen is data and getattr(step, "reads_edges", True):
+            seen = keep_edges(copy.copy(data), edges)  # its tensors not written
+        columns = _and(columns, step.columns_kept(seen))
+    return edges, columns
+
+
 def _masks_columns(step: View) -> bool:
     return callable(getattr(step, "columns_kept", None))
-
-
-def augment_with_column_mask(view: View, data: Data) -> tuple[Data, Tensor | None]:
-    """``view(data)`` with, where the view is made of steps that change the edges alone
-    (``edges_only``: :class:`DropEdge`) and of whole-column feature masks
-    (``columns_kept(data)``: :class:`MaskFeatures`), the feature columns kept returned apart
-    (``None``: all) and ``data.x`` left as it is, for an encoder that masks its weight
-    instead; any other view is applied as it is (``None``: its mask, if any, is in ``x``)."""
-    steps = _steps(view)
-    if not all(getattr(step, "edges_only", False) or _masks_columns(step) for step in steps):
-        return view(data), None
-    keep, data = None, copy.copy(data)  # as BaseTransform's call: its tensors not written
-    for step in steps:
-        if not _masks_columns(step):
-            data = step.forward(data)
-        else:
-            mask = step.columns_kept(data)
-            if mask is not None:
-                keep = mask if keep is None else keep & mask
-    return data, keep

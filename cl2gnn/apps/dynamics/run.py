@@ -26,14 +26,13 @@ STUDIES = {
 def _small_problem_mode():
     """Hundreds of points: one thread beats two (thread hand-off costs more than the math)
     and value checks are skipped inside the loops."""
-    threads, checks = torch.get_num_threads(), _validation._ENABLED
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    _validation.set_validation(False)
     try:
-        yield
+        with _validation.values_unread():
+            yield
     finally:
         torch.set_num_threads(threads)
-        _validation.set_validation(checks)
 
 
 def run_study(

@@ -1,0 +1,144 @@
+"""How long a full-batch Cora epoch takes against GRACE's own code (CRIPAC-DIG/GRACE, its
+``model.py`` imported from a checkout and trained by its ``train()``'s steps), each with its
+Cora configuration, the two alternating process by process on the same machine, and both
+embeddings scored by the same probe (GRACE's protocol), so that the speed comes at equal
+accuracy::
+
+    git clone https://github.com/CRIPAC-DIG/GRACE /tmp/GRACE
+    python benchmarks/node_speed_grace.py --grace-code /tmp/GRACE --rounds 3 --epochs 200
+
+cl2gnn's epoch is ``TrainResult.epoch_ms`` (the epochs from the first read-back of the loss
+to the last, the first epoch left out); GRACE's the same span of its loop, which reads its
+loss back every epoch (``loss.item()``). ``--device cuda`` times both on a GPU."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from cl2gnn.apps import cmdline
+
+SEED = 0
+
+
+def grace_child(code: Path, epochs: int, device: str) -> dict:
+    """GRACE's own model and training step (its ``train.py``) on Cora, its configuration."""
+    import torch
+    import torch.nn.functional as F
+    import torch_geometric.transforms as T
+    from torch_geometric.nn import GCNConv
+    from torch_geometric.utils import dropout_edge
+
+    sys.path.insert(0, str(code))
+    from model import Encoder, Model, drop_feature  # GRACE's model.py
+
+    from cl2gnn.node import load_node_dataset
+
+    torch.manual_seed(SEED)
+    data = T.NormalizeFeatures()(load_node_dataset("Cora")).to(device)  # as GRACE loads it
+    encoder = Encoder(data.num_features, 128, F.relu, base_model=GCNConv, k=2)
+    model = Model(encoder, 128, 128, 0.4).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.0005, weight_decay=0.00001)
+
+    def train() -> float:  # GRACE's train(), dropout_adj being PyG's dropout_edge now
+        model.train()
+        optimizer.zero_grad()
+        edge_index_1 = dropout_edge(data.edge_index, p=0.2)[0]
+        edge_index_2 = dropout_edge(data.edge_index, p=0.4)[0]
+        x_1, x_2 = drop_feature(data.x, 0.3), drop_feature(data.x, 0.4)
+        loss = model.loss(model(x_1, edge_index_1), model(x_2, edge_index_2), batch_size=0)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    train()
+    start = time.perf_counter()
+    for _ in range(epochs - 1):
+        train()
+    epoch_ms = 1000 * (time.perf_counter() - start) / (epochs - 1)
+    model.eval()
+    with torch.no_grad():
+        embeddings = model(data.x, data.edge_index).cpu()
+    return {"epoch_ms": epoch_ms, "score": _score(embeddings)}
+
+
+def cl2gnn_child(epochs: int, device: str) -> dict:
+    from cl2gnn.node import default_config, load_node_dataset, train_node_model
+
+    data = load_node_dataset("Cora")
+    config = default_config(data, "grace").with_overrides(epochs=epochs)
+    result = train_node_model(data, "grace", config, seed=SEED, device=device, progress=False)
+    return {"epoch_ms": result.epoch_ms, "score": _score(result.embeddings)}
+
+
+def _score(embeddings) -> float:
+    from cl2gnn.node import load_node_dataset, make_split, probe_score
+
+    data = load_node_dataset("Cora")
+    return probe_score(embeddings, data.y, make_split("grace", data, seed=SEED))  # in %
+
+
+def main() -> None:
+    parser = cmdline.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grace-code", type=cmdline.existing_path, required=True)
+    parser.add_argument("--rounds", type=cmdline.positive_int, default=3)
+    parser.add_argument("--epochs", type=cmdline.int_range(2), default=200)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--child", choices=("grace", "cl2gnn"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "grace":
+        print(json.dumps(grace_child(args.grace_code, args.epochs, args.device)))
+        return
+    if args.child == "cl2gnn":
+        print(json.dumps(cl2gnn_child(args.epochs, args.device)))
+        return
+    if not (Path(args.grace_code) / "model.py").is_file():
+        parser.error(f"--grace-code: {args.grace_code} holds no model.py (GRACE's checkout)")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _results import save_table
+
+    rows = []
+    for round_ in range(args.rounds):
+        measured = {}
+        for name in ("grace", "cl2gnn"):
+            command = [sys.executable, __file__, "--child", name, "--grace-code"]
+            command += [str(args.grace_code), "--epochs", str(args.epochs)]
+            command += ["--device", args.device]
+            run = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ))
+            if run.returncode:
+                cmdline.fail(parser.prog, f"{name}: {run.stderr.strip().splitlines()[-1]}")
+            measured[name] = json.loads(run.stdout.strip().splitlines()[-1])
+        ours, theirs = measured["cl2gnn"], measured["grace"]
+        ratio = ours["epoch_ms"] / theirs["epoch_ms"]
+        times = [f"{ours['epoch_ms']:.1f}", f"{theirs['epoch_ms']:.1f}", f"{ratio:.2f}"]
+        rows.append([round_, *times, f"{ours['score']:.1f}", f"{theirs['score']:.1f}"])
+        print(rows[-1], flush=True)
+    save_table(
+        "node_speed_grace" + ("_cuda" if args.device.startswith("cuda") else ""),
+        "Speed",
+        "Cora full-batch epochs against GRACE's own code",
+        [
+            "round",
+            "cl2gnn ms/epoch",
+            "GRACE's code ms/epoch",
+            "ratio",
+            "cl2gnn accuracy",
+            "GRACE's code accuracy",
+        ],
+        rows,
+        device=args.device,
+        notes=f"Each with its Cora configuration (GRACE's config.yaml; cl2gnn's default_config, "
+        f"the same numbers on raw features), {args.epochs} epochs, seed {SEED}, one process "
+        "each, alternating; the first epoch left out of both. Accuracy: the same probe of "
+        "each one's embeddings (GRACE's protocol, split seed 0, one run: a check that both "
+        "trained, not a comparison of accuracy).",
+    )
+
+
+if __name__ == "__main__":
+    main()
