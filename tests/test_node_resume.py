@@ -173,6 +173,10 @@ REFUSED = {
         ),
         "model: ",
     ),
+    "optimiser state of another shape": (
+        lambda state: state["trainer"]["optimizer"]["state"][0].update(exp_avg=torch.zeros(5)),
+        r"optimizer: its exp_avg has shape \(5,\)",
+    ),
 }
 
 
@@ -285,7 +289,11 @@ def test_cli_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch, capsys
         main([*run, "--save", str(tmp_path / "cut"), "--checkpoint-every", "3"])
     monkeypatch.undo()
     assert not (tmp_path / "cut" / "result.json").exists()
+    trained = []
+    monkeypatch.setattr(FullBatchTrainer, "epoch", lambda self: trained.append(1) or step(self))
     got = resumed(tmp_path / "cut")
+    monkeypatch.undo()
+    assert len(trained) == 1  # seed 0 was done; seed 1 goes on from its third epoch
     assert got["scores"] == expected["scores"] and got["final_loss"] == expected["final_loss"]
     for seed in (0, 1):
         name = f"seed_{seed}/embeddings.pt"
