@@ -10,6 +10,7 @@ import hashlib
 import pickle
 from dataclasses import fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -17,6 +18,9 @@ from torch_geometric.data import Data
 
 from .._files import atomic_path
 from .config import NodeConfig, config_from_dict
+
+if TYPE_CHECKING:
+    from .trainer import Trainer
 
 CHECKPOINT = "checkpoint.pt"
 FORMAT, VERSION = "cl2gnn-node-checkpoint", 1
@@ -51,7 +55,7 @@ def graph_digest(data: Data) -> str:
     return digest.hexdigest()
 
 
-def run_identity(trainer) -> dict:
+def run_identity(trainer: Trainer) -> dict:
     """What a checkpoint of ``trainer``'s run must share with the run that resumes it:
     method, configuration (``epochs`` may grow), seed, graph and encoder class."""
     encoder = type(trainer.encoder)
@@ -64,10 +68,10 @@ def run_identity(trainer) -> dict:
     }
 
 
-def run_checkpoint(trainer, losses: list[float], identity: dict) -> dict:
+def run_checkpoint(trainer: Trainer, losses: list[float], identity: dict) -> dict:
     """The state of ``trainer``'s run after ``len(losses)`` epochs (``identity``:
-    :func:`run_identity`): what continues it exactly (:meth:`Trainer.state_dict`, the
-    losses so far) and what it must be resumed with."""
+    :func:`run_identity`): what continues it exactly (the losses so far,
+    :meth:`~cl2gnn.node.trainer.Trainer.state_dict`) and what it must be resumed with."""
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -102,7 +106,7 @@ def is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def resume_run(trainer, path: str | Path, identity: dict) -> list[float]:
+def resume_run(trainer: Trainer, path: str | Path, identity: dict) -> list[float]:
     """Load the checkpoint at ``path`` (a ``seed_<k>`` folder, or its ``checkpoint.pt``)
     into ``trainer`` and return the losses of the epochs it holds. Refused in one line
     (``ValueError`` naming the file and the field): a file of another format, a run of
@@ -154,7 +158,7 @@ def check_identity(state: dict, identity: dict, config: NodeConfig) -> None:
         )
 
 
-def check_progress(state: dict, trainer) -> list[float]:
+def check_progress(state: dict, trainer: Trainer) -> list[float]:
     """The checkpoint's ``epoch``, ``losses`` and ``steps`` within the run's bounds; its
     losses."""
     epoch, epochs = state.get("epoch"), trainer.config.epochs
