@@ -37,7 +37,7 @@ def fit(
     epoch's time (one-off costs) is left out of ``epoch_ms`` when there are others.
 
     ``resume``: continue the run saved there (a ``seed_<k>`` folder, or its
-    ``checkpoint.pt``: :func:`~cl2gnn.node.result.resume_run`) from its epoch, with its
+    ``checkpoint.pt``: :func:`~cl2gnn.node.checkpoint.resume_run`) from its epoch, with its
     losses. ``checkpoint_every > 0`` writes the run's state to ``checkpoint`` (a folder) as
     ``checkpoint.pt`` after every that many epochs, so that an interrupted run resumes."""
     config = trainer.config

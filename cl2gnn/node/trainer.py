@@ -221,6 +221,8 @@ class Trainer:
                         )
         self.steps = state["steps"]
         rng = state["rng"]
+        if not isinstance(rng, dict):
+            raise ValueError(f"rng: the generators' states by name, got {type(rng).__name__}")
         generators = {"cpu": torch.random.default_generator, **self.generators()}
         if torch.device(self.device).type == "cuda" and "cuda" in rng:
             torch.cuda.set_rng_state(rng["cuda"], self.device)
