@@ -163,6 +163,10 @@ REFUSED = {
         lambda state: state["config"].update(colour="red"),
         "NodeConfig has no field 'colour'",
     ),
+    "random states not a mapping": (
+        lambda state: state["trainer"].update(rng=3),
+        "rng: the generators' states by name, got int",
+    ),
     "a corrupt random state": (
         lambda state: state["trainer"]["rng"].update(cpu=torch.zeros(3, dtype=torch.uint8)),
         "rng.cpu:",
