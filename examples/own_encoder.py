@@ -19,6 +19,7 @@ from cl2gnn.node import (
     DropEdge,
     MaskFeatures,
     default_config,
+    load_encoder,
     make_split,
     probe_score,
     train_node_model,
@@ -73,10 +74,8 @@ def main() -> None:
     )
     print(f"Baseline (raw features), probe accuracy: {probe_score(data.x, data.y, split):.1f} %")
 
-    folder = result.save(args.out)  # encoder.pt, embeddings.pt, losses.csv, losses.png
-    encoder = GAT(16, 32, 64)
-    encoder.load_state_dict(torch.load(folder / "encoder.pt", weights_only=True)["state_dict"])
-    encoder.eval()
+    folder = result.save(args.out)  # encoder.pt, embeddings.pt, losses, checkpoint.pt
+    encoder = load_encoder(folder, encoder=GAT(16, 32, 64))  # your class, the saved weights
     with torch.no_grad():
         assert torch.equal(encoder(data.x, data.edge_index), result.embeddings)
         other = community_graph(seed=1)

@@ -229,6 +229,7 @@ def test_save_load_and_embed_round_trip(tmp_path):
     folder = result.save(tmp_path)
     assert folder == tmp_path / "seed_4"
     assert sorted(p.name for p in folder.iterdir()) == [
+        "checkpoint.pt",
         "embeddings.pt",
         "encoder.pt",
         "losses.csv",

@@ -113,6 +113,8 @@ def _run_node(args: argparse.Namespace, fields: dict) -> int:
         config=args.config,
         save=args.save,
         auto_budget=args.auto_budget,
+        resume=args.resume,
+        checkpoint_every=args.checkpoint_every,
         **fields,
     )
     if results:  # under torchrun, rank 0 alone reports
@@ -128,18 +130,17 @@ def _embed(args: argparse.Namespace) -> int:
     import torch
 
     from cl2gnn.datasets import load_node_dataset
-    from cl2gnn.node import load_encoder
+    from cl2gnn.node.result import embed, load_encoder, read_checkpoint
 
     encoder = load_encoder(args.checkpoint, args.device)
     data = load_node_dataset(args.dataset, args.root)
-    width = encoder.widths[0]
+    width = read_checkpoint(args.checkpoint)["spec"]["in_channels"]
     if data.num_features != width:
         raise ValueError(
             f"{data.name} has {data.num_features} features per node, the encoder in "
             f"{args.checkpoint} reads {width}"
         )
-    with torch.no_grad():
-        out = encoder(data.x.to(args.device), data.edge_index.to(args.device)).cpu()
+    out = embed(encoder, data.x, data.edge_index, data.get("edge_weight"))
     with _files.atomic_path(args.out) as path:
         torch.save(out, path)
     print(f"{args.out}: embeddings of {data.name}, {out.size(0):,} nodes x {out.size(1)}")
@@ -171,6 +172,15 @@ def _check_node(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
             parser.error(
                 f"--num-neighbors needs one fan-out per layer ({layers}), got {args.num_neighbors}"
             )
+    from cl2gnn.node.names import AUTO
+
+    for option, value in (("--resume", args.resume), ("--checkpoint-every", args.checkpoint_every)):
+        if value and args.save is None:
+            parser.error(f"{option} needs --save DIR (the run's folder)")
+        if value and args.method == AUTO:
+            parser.error(f"{option}: give --method (auto would choose again)")
+        if value and launched_by_torchrun():
+            parser.error(f"{option}: a run of one process only (not under torchrun)")
     if args.batch_size is None:
         for option, value in (
             ("--num-neighbors", args.num_neighbors),
@@ -413,6 +423,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="write each seed's trained encoder, embeddings and losses to DIR/seed_<k>/ "
         "(encoder.pt, embeddings.pt, losses.csv, losses.png) and the result to "
         "DIR/result.json",
+    )
+    node.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the run saved in --save DIR: each seed from DIR/seed_<k>/checkpoint.pt "
+        "(a seed without one trains from the start); the method and options must be the "
+        "saved run's, --epochs may be larger",
+    )
+    node.add_argument(
+        "--checkpoint-every",
+        type=cmdline.positive_int,
+        metavar="N",
+        default=0,
+        help="with --save: write each seed's state to DIR/seed_<k>/checkpoint.pt every N "
+        "epochs, so that an interrupted run continues with --resume",
     )
     node.add_argument("--no-progress", action="store_true")
     node.set_defaults(func=_node, check=_check_node)

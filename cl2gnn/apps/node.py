@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import resource
 import sys
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -14,6 +15,7 @@ from cl2gnn.datasets import load_node_dataset
 from cl2gnn.distributed import rank_and_world
 from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
 from cl2gnn.node.auto import candidate_table, choose_method, scoring_seeds
+from cl2gnn.node.checkpoint import CHECKPOINT
 from cl2gnn.node.config import config_from_dict
 from cl2gnn.node.defaults import default_config
 from cl2gnn.node.evaluate import (
@@ -92,6 +94,20 @@ def check_probe(data, protocols: tuple[str, ...], seeds: range) -> None:
                 )
 
 
+def resumable_seeds(save: str | None, seeds: range) -> set[int]:
+    """The seeds of ``seeds`` whose folder in ``save`` holds a checkpoint to resume from;
+    ``ValueError`` if none does."""
+    if save is None:
+        raise ValueError("resume: continues the run in save, a folder (--save DIR)")
+    found = {seed for seed in seeds if (Path(save) / f"seed_{seed}" / CHECKPOINT).is_file()}
+    if not found:
+        raise ValueError(
+            f"{save}: holds no seed_<k>/{CHECKPOINT} of seeds {seeds.start} to {seeds.stop - 1} "
+            "to resume from"
+        )
+    return found
+
+
 def run_node(
     dataset: str,
     method: str | None = None,
@@ -107,6 +123,8 @@ def run_node(
     save: str | None = None,
     out_channels: int | None = None,
     auto_budget: float | None = None,
+    resume: bool = False,
+    checkpoint_every: int = 0,
     **fields,
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
@@ -122,8 +140,10 @@ def run_node(
     with ``"auto"``): ``config``, a ``--config`` file's fields; ``out_channels`` and ``fields``,
     :class:`~cl2gnn.node.NodeConfig` fields, ``None`` keeping the default. ``baselines``
     adds each of :data:`BASELINES`, scored on the same splits, under ``"baselines"``.
-    ``save``: a folder for each seed's trained encoder, embeddings and losses
-    (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`).
+    ``save``: a folder for each seed's trained encoder, embeddings, losses and state
+    (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`); ``checkpoint_every``
+    also writes each seed's state there every that many epochs, and ``resume`` continues
+    each seed from its ``checkpoint.pt`` where it has one (a named method only).
 
 
     Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
@@ -150,6 +170,7 @@ def run_node(
         )
     seed_range = range(first_seed, first_seed + seeds)
     check_probe(data, protocols, seed_range)
+    resumed = resumable_seeds(save, seed_range) if resume else set()
     metric = metric_for(data.y)
     rank, _ = rank_and_world()
     progress = progress and rank == 0
@@ -173,8 +194,17 @@ def run_node(
             if choice is not None and seed in choice.results:  # trained while choosing
                 result = choice.results[seed]
             else:
+                folder = None if save is None else Path(save) / f"seed_{seed}"
                 result = train_node_model(
-                    data, method, configuration, seed=seed, device=device, progress=False
+                    data,
+                    method,
+                    configuration,
+                    seed=seed,
+                    device=device,
+                    progress=False,
+                    resume=folder if seed in resumed else None,
+                    checkpoint=folder if checkpoint_every else None,
+                    checkpoint_every=checkpoint_every,
                 )
             epoch_ms.append(result.epoch_ms)
             final_losses.append(result.losses[-1] if result.losses else float("nan"))

@@ -6,7 +6,8 @@
 * :mod:`.fit`: the one training loop (:func:`fit`, :func:`train_node_model`);
 * :mod:`.models`, :mod:`.features`, :mod:`.views`: encoders, sparse features, the views
   (PyG transforms);
-* :mod:`.result`: what training returns, saving it and loading the encoder back;
+* :mod:`.result`: what training returns, embedding with it, saving it and loading it back;
+  :mod:`.checkpoint`: a run's state, which resumes it;
 * :mod:`.inputs`: the checks of what training is given;
 * :mod:`.evaluate`: the frozen-embedding probes and the protocols' splits;
 * :mod:`.config`: :class:`NodeConfig` and the published configurations.

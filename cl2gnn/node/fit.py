@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -13,6 +14,8 @@ from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
 from .._validation import check_integer
+from ..distributed import rank_and_world
+from .checkpoint import resume_run, run_checkpoint, run_identity, write_checkpoint
 from .config import NodeConfig
 from .fullbatch import FullBatchTrainer
 from .minibatch import MinibatchTrainer
@@ -23,47 +26,83 @@ LOG_SECONDS = 1.0  # the losses are read back from the device at most this often
 
 
 def fit(
-    trainer: Trainer, progress: bool = True, snapshot_every: int = 0, description: str = ""
+    trainer: Trainer,
+    progress: bool = True,
+    snapshot_every: int = 0,
+    description: str = "",
+    *,
+    resume: str | Path | None = None,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 0,
 ) -> TrainResult:
     """Train ``trainer`` for ``config.epochs`` epochs and embed every node;
     ``snapshot_every > 0`` also keeps the embeddings after every that many epochs.
 
     The epochs' losses stay on the device and are read back once per log interval (after
-    the first epoch, then every :data:`LOG_SECONDS`, and after the last), so that no epoch
-    waits for the device; a non-finite loss stops the run there with a ``ValueError``
-    naming its epoch. ``epoch_ms`` is the time from the first read-back to the last per epoch
-    (the first epoch's one-off costs left out when there are others), snapshots left out."""
+    the first epoch, then every :data:`LOG_SECONDS`, after a checkpoint's epoch and after
+    the last), so that no epoch waits for the device; a non-finite loss stops the run there
+    with a ``ValueError`` naming its epoch. ``epoch_ms`` is the time from the first
+    read-back to the last per epoch (the first epoch's one-off costs left out when there
+    are others), snapshots and checkpoints left out.
+
+    ``resume``: continue the run saved there (a ``seed_<k>`` folder, or its
+    ``checkpoint.pt``: :func:`~cl2gnn.node.checkpoint.resume_run`) from its epoch, with its
+    losses. ``checkpoint_every > 0`` writes the run's state to ``checkpoint`` (a folder) as
+    ``checkpoint.pt`` after every that many epochs, so that an interrupted run resumes."""
     config = trainer.config
     check_integer(snapshot_every, "snapshot_every", 0)
-    losses, pending, snapshots = [], [], {}
-    bar = tqdm(range(config.epochs), desc=description or trainer.label, disable=not progress)
-    first = later = 0.0  # seconds of training: the first epoch, the others
+    check_integer(checkpoint_every, "checkpoint_every", 0)
+    if checkpoint_every and checkpoint is None:
+        raise ValueError("checkpoint_every needs checkpoint, the folder to write it to")
+    single = rank_and_world()[1] == 1  # under a process group each rank's draws are its own
+    if not single and (resume is not None or checkpoint_every):
+        raise ValueError("resume and checkpoint_every: a run of one process only")
+    identity = run_identity(trainer) if single else None
+    losses = [] if resume is None else resume_run(trainer, resume, identity)
+    pending, snapshots, start = [], {}, len(losses)
+    bar = tqdm(
+        range(start, config.epochs),
+        desc=description or trainer.label,
+        disable=not progress,
+        initial=start,
+        total=config.epochs,
+    )
+    first = later = 0.0  # seconds of training: the first epoch run here, the others
     mark = time.perf_counter()  # the last read-back (or snapshot): what is timed starts here
     for epoch in bar:
         pending.append(trainer.epoch())
         snapshot = snapshot_every and (epoch + 1) % snapshot_every == 0
+        saving = checkpoint_every and (epoch + 1) % checkpoint_every == 0
         last = epoch + 1 == config.epochs
-        if epoch == 0 or last or snapshot or time.perf_counter() - mark >= LOG_SECONDS:
+        waited = time.perf_counter() - mark >= LOG_SECONDS
+        if epoch == start or last or snapshot or saving or waited:
             losses += read_back(pending, len(losses))
             pending, now = [], time.perf_counter()
-            first, later = (now - mark, later) if epoch == 0 else (first, later + now - mark)
+            first, later = (now - mark, later) if epoch == start else (first, later + now - mark)
             mark = now
             bar.set_postfix(loss=f"{losses[-1]:.4f}")
         if snapshot:
             snapshots[epoch + 1] = trainer.embed()
+        if saving:
+            write_checkpoint(checkpoint, run_checkpoint(trainer, losses, identity))
+        if snapshot or saving:
             mark = time.perf_counter()
-    # the first epoch's one-off costs left out, unless it is the only one (epochs=0: untrained)
-    epoch_ms = 1000.0 * (later / (config.epochs - 1) if config.epochs > 1 else first)
+    # before embedding: what continues the run
+    state = run_checkpoint(trainer, losses, identity) if single else None
+    # the first epoch's one-off costs left out, unless it is the only one (none: untrained)
+    run = config.epochs - start
+    epoch_ms = 1000.0 * (later / (run - 1) if run > 1 else first)
     final = snapshots[config.epochs] if config.epochs in snapshots else trainer.embed()
-    trainer.encoder.eval()
+    encoder = trainer.method.embedding_model(trainer.encoder).eval()
     return TrainResult(
         final,
         losses,
         epoch_ms,
         snapshots,
-        encoder=trainer.encoder,
+        encoder=encoder,
         method=trainer.method,
         config=config,
+        checkpoint=state,
     )
 
 
@@ -91,14 +130,25 @@ def train_run(
     seed: int = 0,
     progress: bool = True,
     snapshot_every: int = 0,
+    resume: str | Path | None = None,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 0,
     **options,
 ) -> TrainResult:
     """A run of :func:`~cl2gnn.node.train_node_model` once its ``config`` is resolved, for a
     registered method or a callable objective (not ``"auto"``): the trainer ``config`` calls
     for, built with ``seed`` and ``options`` (the trainers' ``encoder``, ``augment``,
-    ``device``), trained by :func:`fit`."""
+    ``device``), trained by :func:`fit` (``resume``, ``checkpoint``, ``checkpoint_every``)."""
     trainer_class = FullBatchTrainer if config.batch_size is None else MinibatchTrainer
     trainer = trainer_class(data, method, config, seed=seed, **options)
-    result = fit(trainer, progress, snapshot_every, f"{trainer.label} seed {seed}")
+    result = fit(
+        trainer,
+        progress,
+        snapshot_every,
+        f"{trainer.label} seed {seed}",
+        resume=resume,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
+    )
     result.seed = seed
     return result

@@ -153,6 +153,10 @@ class MinibatchTrainer(Trainer):
             and config.encoder != "gat"
         )
 
+    def generators(self) -> dict[str, torch.Generator]:
+        """The feature masks' generator and the seeds' permutations' (:class:`SeedBatches`)."""
+        return super().generators() | {"seed_batches": self.batches.generator}
+
     def step(self, batch: Data) -> Tensor:
         """One optimiser step on a sampled batch; returns the loss (this rank's value)."""
         device, seeds = self.device, batch.batch_size

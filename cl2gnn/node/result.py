@@ -1,27 +1,34 @@
 """What training hands back (:class:`TrainResult`): the trained encoder, the method, the
-embeddings and the losses; saved as files that load without running code (``encoder.pt``
-holds tensors and plain values, read with ``torch.load(..., weights_only=True)``), and
-:func:`load_encoder`, which rebuilds the built-in encoder from them."""
+embeddings, the losses and the run's state; one way to embed with what was trained
+(:func:`embed`: ``result.embed``, :func:`load_encoder`, ``cl2gnn embed``); saved as files
+that load without running code (tensors and plain values, read with
+``torch.load(..., weights_only=True)``), the run's state as the checkpoint it resumes from
+(:mod:`.checkpoint`)."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 
 from .._files import atomic_path, write_text_atomic
+from ..distributed.launch import _first_line as first_line
+from .checkpoint import load_file, write_checkpoint
 from .config import NodeConfig
+from .inputs import check_graph
 from .methods import NodeMethod
+from .methods.mvgrl import MVGRLEncoder
 from .models import GraphEncoder
+from .views import Diffusion
 
 FORMAT = "cl2gnn-node-encoder"
-VERSION = 2  # 2: the encoder's arguments under PyG's names (in/hidden/out_channels)
-FILES = ("encoder.pt", "embeddings.pt", "losses.csv", "losses.png")
+VERSION = 3  # 3: MVGRL's two encoders as one module (2: the arguments under PyG's names)
 
 
 @dataclass
@@ -30,17 +37,25 @@ class TrainResult:
 
     Attributes:
         embeddings: the trained encoder's output on the clean graph ``[N, d]`` (what
-            ``encoder(data.x, data.edge_index)`` returns, in eval mode).
+            ``embed(data.x, data.edge_index)`` returns: bit for bit in full-batch training,
+            to float rounding after mini-batches, whose embeddings come from layer-wise
+            inference).
         losses: each epoch's mean loss.
         epoch_ms: the mean wall time of an epoch (the first left out when there are others).
         snapshots: epoch ``->`` the embeddings after it (``snapshot_every``).
-        encoder: the trained encoder, in eval mode (the built-in
-            :class:`~cl2gnn.node.GraphEncoder` or the module that was passed).
+        encoder: the module that embeds, in eval mode, called as PyG's models are: the
+            trained encoder (the built-in :class:`~cl2gnn.node.GraphEncoder` or the module
+            that was passed), or for a method that embeds with more, one module holding it
+            all (MVGRL: :class:`~cl2gnn.node.methods.mvgrl.MVGRLEncoder`, its graph encoder
+            and its diffusion encoder; :meth:`~cl2gnn.node.NodeMethod.embedding_model`).
         method: the trained method: its heads, predictors, target encoder and memory.
         config: the configuration it trained with.
         seed: the seed it trained with.
         choice: with method ``"auto"``, what was chosen and why
             (:class:`~cl2gnn.node.auto.Choice`).
+        checkpoint: the run's state at the end of training
+            (:func:`~cl2gnn.node.checkpoint.run_checkpoint`): what
+            :meth:`save` writes as ``checkpoint.pt`` and ``resume=`` continues from.
     """
 
     embeddings: Tensor
@@ -52,17 +67,33 @@ class TrainResult:
     config: NodeConfig | None = None
     seed: int = 0
     choice: object | None = None
+    checkpoint: dict | None = field(default=None, repr=False)
+
+    def encoder_input(self, x: Tensor) -> Tensor:
+        """Raw node features as :attr:`encoder` reads them: the one place where a transform
+        that training applied to ``data.x`` before the encoder is applied again. There is
+        none: the built-in encoder normalises its input itself, and a module of your own
+        reads ``data.x`` as it is."""
+        return x
+
+    def embed(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        """The embeddings of any graph with the training graph's feature width, as training
+        computed :attr:`embeddings` (:func:`embed` of :attr:`encoder` on
+        :meth:`encoder_input`)."""
+        return embed(self.encoder, self.encoder_input(x), edge_index, edge_weight)
 
     def save(self, root: str | Path) -> Path:
-        """Write ``root/seed_<seed>/``: ``encoder.pt`` (the weights, and for the built-in
-        encoder what rebuilds it: :func:`load_encoder`; a module of your own is saved as its
-        state dict, to load into your class), ``embeddings.pt`` (``[N, d]``), ``losses.csv``
-        (``epoch,loss``) and ``losses.png``; returns that folder. Each file appears
-        complete or not at all."""
+        """Write ``root/seed_<seed>/``: ``encoder.pt`` (:attr:`encoder`'s weights, and for
+        the built-in encoder what rebuilds it; :func:`load_encoder` reads it back),
+        ``embeddings.pt`` (``[N, d]``), ``losses.csv`` (``epoch,loss``), ``losses.png`` and
+        ``checkpoint.pt`` (the run's state, which ``resume=`` continues from); returns that
+        folder. Each file appears complete or not at all."""
         folder = Path(root) / f"seed_{self.seed}"
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(folder / "encoder.pt") as path:
             torch.save(encoder_checkpoint(self.encoder, self.method, self.config), path)
+        if self.checkpoint is not None:
+            write_checkpoint(folder, self.checkpoint)
         with atomic_path(folder / "embeddings.pt") as path:
             torch.save(self.embeddings.detach().cpu().contiguous(), path)
         rows = io.StringIO()
@@ -74,11 +105,36 @@ class TrainResult:
         return folder
 
 
+@torch.no_grad()
+def embed(
+    model: torch.nn.Module, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None
+) -> Tensor:
+    """``model``'s embeddings of the graph ``(x, edge_index[, edge_weight])``, the one way
+    to embed with what was trained (``result.embed``, the module :func:`load_encoder`
+    returns, ``cl2gnn embed``): the graph checked as training checks it
+    (:func:`~cl2gnn.node.inputs.check_graph`), ``model`` in eval mode on its device, no
+    gradient; returned on ``x``'s device."""
+    check_graph(Data(x=x, edge_index=edge_index, edge_weight=edge_weight))
+    device = next(iter(model.parameters()), x).device
+    was_training = model.training
+    model.eval()
+    try:
+        if edge_weight is None:
+            out = model(x.to(device), edge_index.to(device))
+        else:
+            out = model(x.to(device), edge_index.to(device), edge_weight=edge_weight.to(device))
+    finally:
+        model.train(was_training)
+    return out.to(x.device)
+
+
 def encoder_checkpoint(
-    encoder: torch.nn.Module, method: NodeMethod | None, config: NodeConfig | None
+    model: torch.nn.Module, method: NodeMethod | None, config: NodeConfig | None
 ) -> dict:
-    """``encoder``'s weights as plain values: the built-in encoder with its constructor's
-    arguments, any other module with its class's name (to read, never to import)."""
+    """The embedding module ``model``'s weights as plain values: the built-in encoder with
+    its constructor's arguments, any other module with its class's name (to read, never to
+    import), and MVGRL's diffusion's arguments beside its two encoders."""
+    encoder = model.encoder if isinstance(model, MVGRLEncoder) else model
     builtin = isinstance(encoder, GraphEncoder)
     cls = type(encoder)
     return {
@@ -87,28 +143,21 @@ def encoder_checkpoint(
         "builtin": builtin,
         "spec": encoder.spec if builtin else None,
         "class": f"{cls.__module__}.{cls.__qualname__}",
-        "state_dict": {k: v.detach().cpu() for k, v in encoder.state_dict().items()},
+        "diffusion": model.spec if isinstance(model, MVGRLEncoder) else None,
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "method": None if method is None else getattr(method, "label", method.name),
         "config": None if config is None else config.as_dict(),
     }
 
 
 def read_checkpoint(path: str | Path) -> dict:
-    """The checkpoint at ``path`` (an ``encoder.pt``, or the folder holding one), loaded
-    with ``weights_only=True``; ``ValueError`` naming the file if it is none of cl2gnn's or
-    would need code run to load."""
+    """The encoder checkpoint at ``path`` (an ``encoder.pt``, or the folder holding one),
+    loaded with ``weights_only=True``; ``ValueError`` naming the file if it is none of
+    cl2gnn's or would need code run to load."""
     path = Path(path)
     if path.is_dir():
         path = path / "encoder.pt"
-    if not path.is_file():
-        raise ValueError(f"{path}: no such checkpoint (an encoder.pt, or its folder)")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
-        reason = " ".join(str(error).split())[:200]
-        raise ValueError(
-            f"{path}: not a checkpoint that loads without running code ({reason})"
-        ) from None
+    checkpoint = load_file(path, "checkpoint (an encoder.pt, or its folder)")
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise ValueError(f"{path}: not a cl2gnn node encoder checkpoint")
     if checkpoint.get("version") != VERSION:
@@ -119,20 +168,36 @@ def read_checkpoint(path: str | Path) -> dict:
     return checkpoint
 
 
-def load_encoder(path: str | Path, device: str | torch.device = "cpu") -> GraphEncoder:
-    """The built-in encoder saved at ``path`` (a ``seed_<k>`` folder of ``cl2gnn node --save``
-    or :meth:`TrainResult.save`, or its ``encoder.pt``), in eval mode, ready to call as
-    ``encoder(x, edge_index)`` on any graph with the same feature width. A module of your
-    own was saved as its state dict: load that into your class."""
+def load_encoder(
+    path: str | Path,
+    device: str | torch.device = "cpu",
+    *,
+    encoder: torch.nn.Module | None = None,
+) -> torch.nn.Module:
+    """The embedding module saved at ``path`` (a ``seed_<k>`` folder of ``cl2gnn node
+    --save`` or :meth:`TrainResult.save`, or its ``encoder.pt``), in eval mode: what
+    ``result.encoder`` was, called as ``model(x, edge_index)`` on any graph with the same
+    feature width (:func:`embed`). The built-in encoder is rebuilt from the file; a module
+    of your own was saved as its state dict: pass a new one, ``encoder=YourEncoder(...)``,
+    to load it into (MVGRL's diffusion encoder is a copy of it)."""
     checkpoint = read_checkpoint(path)
-    if not checkpoint["builtin"]:
+    if checkpoint["builtin"] and encoder is not None:
+        raise ValueError(f"encoder: {path} holds the built-in encoder, built from its file")
+    if not checkpoint["builtin"] and encoder is None:
         raise ValueError(
-            f"{path}: holds the weights of your own encoder ({checkpoint['class']}); build it "
-            "and call load_state_dict(torch.load(path, weights_only=True)['state_dict'])"
+            f"{path}: holds the weights of your own encoder ({checkpoint['class']}); pass a "
+            "new one to load them into: load_encoder(path, encoder=YourEncoder(...))"
         )
-    encoder = GraphEncoder(**checkpoint["spec"])
-    encoder.load_state_dict(checkpoint["state_dict"])
-    return encoder.to(device).eval()
+    if encoder is None:
+        encoder = GraphEncoder(**checkpoint["spec"])
+    model = encoder
+    if checkpoint["diffusion"] is not None:
+        model = MVGRLEncoder(encoder, copy.deepcopy(encoder), Diffusion(**checkpoint["diffusion"]))
+    try:
+        model.load_state_dict(checkpoint["state_dict"])
+    except RuntimeError as error:
+        raise ValueError(f"{path}: its weights do not fit: {first_line(error)}") from None
+    return model.to(device).eval()
 
 
 def plot_losses(losses: list[float], path: Path, title: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import torch
 from torch import Tensor
@@ -29,6 +30,9 @@ def train_node_model(
     device: str | torch.device = "cpu",
     progress: bool = True,
     snapshot_every: int = 0,
+    resume: str | Path | None = None,
+    checkpoint: str | Path | None = None,
+    checkpoint_every: int = 0,
 ) -> TrainResult:
     """Train an encoder on ``data`` with ``method`` — a name of
     :data:`~cl2gnn.node.methods.REGISTRY`, any callable ``(z1, z2, h1, h2) -> loss`` of the
@@ -56,12 +60,26 @@ def train_node_model(
         device: where to train.
         progress: a progress bar over the epochs.
         snapshot_every: also keep the embeddings every that many epochs.
+        resume: continue the run saved there (a ``seed_<k>`` folder of
+            :meth:`~cl2gnn.node.TrainResult.save`, or its ``checkpoint.pt``) from its
+            epoch, to ``config.epochs``: the same method, configuration (``epochs`` may
+            grow), seed, graph and encoder class, else ``ValueError``. The result is the
+            uninterrupted run's, bit for bit on the CPU: the run the checkpoint was
+            written in, or a longer one where the schedules do not read the number of
+            epochs (``lr_cosine``, ``ema_cosine``).
+        checkpoint, checkpoint_every: write the run's state to the folder ``checkpoint``
+            (``checkpoint.pt``) after every ``checkpoint_every`` epochs, for ``resume``.
 
     With ``config.epochs == 0`` the embeddings are the encoder's at its initialisation (a
     baseline). Full-batch by default; ``config.batch_size`` trains on mini-batches of seed
     nodes and their sampled neighborhoods, in one process or, under ``torchrun``, across
     the process group."""
     if method == AUTO:
+        if resume is not None or checkpoint_every:
+            raise ValueError(
+                "resume and checkpoint_every: method 'auto' chooses again; train the chosen "
+                "method with its configuration (result.choice)"
+            )
         return _auto(data, config, encoder, augment, seed, device, progress)
     if config is None:
         config = default_config(data, method if isinstance(method, str) else "grace")
@@ -74,6 +92,9 @@ def train_node_model(
         seed=seed,
         progress=progress,
         snapshot_every=snapshot_every,
+        resume=resume,
+        checkpoint=checkpoint,
+        checkpoint_every=checkpoint_every,
         encoder=encoder,
         augment=augment,
         device=device,

@@ -14,6 +14,7 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
 from .._validation import values_unread
+from ..distributed.launch import _first_line as first_line
 from .config import NodeConfig
 from .features import with_column_mask
 from .inputs import check_encoder, check_graph, output_width, takes_edge_weight
@@ -83,6 +84,7 @@ class Trainer:
         if not isinstance(config, NodeConfig):
             raise ValueError(f"config must be a NodeConfig, got {type(config).__name__}")
         self.config, self.device = config, device
+        self.data, self.seed, self.mask_generator = data, seed, mask_generator
         self.edge_weight = data.get("edge_weight")
         self.builtin = encoder is None
         seed_everything(seed)
@@ -188,6 +190,63 @@ class Trainer:
         self.optimizer.step()
         self.steps += 1
         self.method.after_step(self.encoder, min(1.0, self.steps / self.total_steps))
+
+    def generators(self) -> dict[str, torch.Generator]:
+        """The run's own random generators beside torch's global ones (the default views'
+        feature masks where they have one): part of :meth:`state_dict`."""
+        return {} if self.mask_generator is None else {"feature_masks": self.mask_generator}
+
+    def state_dict(self) -> dict:
+        """What continues this run exactly, between two epochs (:meth:`load_state_dict`):
+        the encoder's and the method's parameters and buffers (heads, predictor, target
+        encoder, discriminator, memory), the optimiser's state, the optimiser steps taken
+        (the learning-rate schedule's and the moving average's position) and the random
+        generators' states: torch's on the CPU and on the training device, and
+        :meth:`generators`. The tensors are the modules' own (not copies)."""
+        model = getattr(self.model, "module", self.model)  # under DDP, the module it wraps
+        rng = {"cpu": torch.get_rng_state()}
+        if torch.device(self.device).type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        rng |= {name: generator.get_state() for name, generator in self.generators().items()}
+        return {
+            "model": model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "steps": self.steps,
+            "rng": rng,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from :meth:`state_dict`'s ``state`` (of a run of the same method,
+        configuration and graph); ``ValueError`` naming the entry that does not fit."""
+        model = getattr(self.model, "module", self.model)
+        try:
+            model.load_state_dict(state["model"])
+        except (RuntimeError, TypeError, AttributeError) as error:
+            raise ValueError(f"model: {first_line(error)}") from None
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"optimizer: {first_line(error)}") from None
+        for group in self.optimizer.param_groups:
+            for param in group["params"]:
+                for name, value in self.optimizer.state.get(param, {}).items():
+                    if isinstance(value, Tensor) and value.dim() and value.shape != param.shape:
+                        raise ValueError(
+                            f"optimizer: its {name} has shape {tuple(value.shape)}, its "
+                            f"parameter {tuple(param.shape)}"
+                        )
+        self.steps = state["steps"]
+        rng = state["rng"]
+        if not isinstance(rng, dict):
+            raise ValueError(f"rng: the generators' states by name, got {type(rng).__name__}")
+        generators = {"cpu": torch.random.default_generator, **self.generators()}
+        if torch.device(self.device).type == "cuda" and "cuda" in rng:
+            torch.cuda.set_rng_state(rng["cuda"], self.device)
+        for name, generator in generators.items():
+            try:
+                generator.set_state(rng[name])
+            except (KeyError, RuntimeError, TypeError) as error:
+                raise ValueError(f"rng.{name}: {first_line(error)}") from None
 
     def epoch(self) -> Tensor:
         raise NotImplementedError

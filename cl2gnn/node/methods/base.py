@@ -132,14 +132,24 @@ class NodeMethod(torch.nn.Module):
         dropping and feature masking (``generator``: :class:`~cl2gnn.node.MaskFeatures`')."""
         return config_views(config.drop_edge, config.drop_feature, generator)
 
+    def embedding_model(self, encoder: torch.nn.Module) -> torch.nn.Module:
+        """The module whose output is every node's embedding, called as PyG's models are,
+        ``model(x, edge_index[, edge_weight=])``: the encoder itself, or for a method that
+        embeds with more (MVGRL's second encoder) one module holding it all. What training
+        hands back and saves as ``result.encoder``."""
+        return encoder
+
     def embed(
         self, encoder: torch.nn.Module, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None
     ) -> Tensor:
-        """Every node's embedding on the clean graph, for the probe: the encoder's output,
-        called as PyG's models are (in the mode it is in)."""
+        """Every node's embedding on the clean graph, for the probe: :meth:`embedding_model`'s
+        output, in the mode the encoder is in."""
+        model = self.embedding_model(encoder)
+        if model is not encoder:  # its other encoders in the encoder's mode
+            model.train(encoder.training)
         if edge_weight is None:
-            return encoder(x, edge_index)
-        return encoder(x, edge_index, edge_weight=edge_weight)
+            return model(x, edge_index)
+        return model(x, edge_index, edge_weight=edge_weight)
 
     def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
         """Called after each optimiser step with the fraction of training done (``0 … 1``):

@@ -21,6 +21,48 @@ from .base import NodeMethod, ViewBatch, register_method
 ALPHA = 0.2  # the authors' teleport probability
 
 
+class MVGRLEncoder(torch.nn.Module):
+    r"""MVGRL's embedding as one module: the graph encoder on the graph plus the diffusion
+    encoder on its personalised-PageRank diffusion (:class:`~cl2gnn.node.Diffusion`),
+
+    .. math::
+        h = f_{\alpha}(X, A) + f_{\delta}(X, S).
+
+    What :class:`~cl2gnn.node.TrainResult` hands back and saves as ``result.encoder`` for
+    MVGRL, called as PyG's models are, on any graph with the same feature width.
+
+    Args:
+        encoder (torch.nn.Module): the graph encoder, ``encoder(x, edge_index)``.
+        diffusion_encoder (torch.nn.Module): the diffusion encoder, called with
+            ``edge_weight=`` (the diffusion's weights).
+        diffusion (Diffusion): the diffusion its second view is.
+
+    Shapes:
+        - **input:** node features :math:`(N, F)`, edge indices :math:`(2, E)`, edge
+          weights :math:`(E)` *(optional)*
+        - **output:** :math:`(N, d)`
+    """
+
+    def __init__(
+        self, encoder: torch.nn.Module, diffusion_encoder: torch.nn.Module, diffusion: Diffusion
+    ) -> None:
+        super().__init__()
+        self.encoder, self.diffusion_encoder = encoder, diffusion_encoder
+        self.diffusion = diffusion
+
+    @property
+    def spec(self) -> dict:
+        """The diffusion's arguments (plain values): what rebuilds it."""
+        return {"alpha": self.diffusion.alpha, "k": self.diffusion.k, "eps": self.diffusion.eps}
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        edges, weights = self.diffusion.diffusion(edge_index, x.size(0), edge_weight)
+        on_diffusion = self.diffusion_encoder(x, edges, edge_weight=weights.to(x.dtype))
+        if edge_weight is None:
+            return self.encoder(x, edge_index) + on_diffusion
+        return self.encoder(x, edge_index, edge_weight=edge_weight) + on_diffusion
+
+
 @register_method("mvgrl")
 class MVGRL(NodeMethod):
     r"""MVGRL (Hassani & Khasahmadi, *Contrastive Multi-View Representation Learning on
@@ -39,8 +81,9 @@ class MVGRL(NodeMethod):
     encoder of the same architecture (a re-initialised copy, trained with it) the
     diffusion, one discriminator for both directions, and the embedding for the probe is
     the sum of the two encoders' outputs on the clean graph and its diffusion
-    (:meth:`embed`). Their code trains on 4 subgraphs of 2,000 consecutive nodes per step
-    and stops early on the loss; here the whole graph, for the configuration's epochs.
+    (:class:`MVGRLEncoder`, :meth:`embedding_model`). Their code trains on 4 subgraphs of
+    2,000 consecutive nodes per step and stops early on the loss; here the whole graph, for
+    the configuration's epochs.
 
     In the message-passing reading it is DGI's alignment of every node with a virtual
     summary node (the star graph to it), across views: the summary of one structure
@@ -79,12 +122,7 @@ class MVGRL(NodeMethod):
             self.loss(h_diffusion, c_diffusion, s_graph) + self.loss(h_graph, c_graph, s_diffusion)
         )
 
-    def embed(
-        self, encoder: torch.nn.Module, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None
-    ) -> Tensor:
+    def embedding_model(self, encoder: torch.nn.Module) -> MVGRLEncoder:
         """The sum of the graph encoder's output on the graph and the diffusion encoder's on
-        its diffusion (the authors' embedding)."""
-        edges, weights = self.diffusion.diffusion(edge_index, x.size(0), edge_weight)
-        self.diffusion_encoder.train(encoder.training)
-        on_diffusion = self.diffusion_encoder(x, edges, edge_weight=weights.to(x.dtype))
-        return super().embed(encoder, x, edge_index, edge_weight) + on_diffusion
+        its diffusion (the authors' embedding), as one module."""
+        return MVGRLEncoder(encoder, self.diffusion_encoder, self.diffusion)
