@@ -13,11 +13,13 @@ from pathlib import Path
 
 import torch
 from torch import Tensor
+from torch_geometric.transforms import BaseTransform
 
 from .._files import atomic_path, write_text_atomic
 from .config import NodeConfig
 from .methods import NodeMethod
 from .models import GraphEncoder
+from .trainer import feature_transform
 
 FORMAT = "cl2gnn-node-encoder"
 VERSION = 2  # 2: the encoder's arguments under PyG's names (in/hidden/out_channels)
@@ -30,12 +32,14 @@ class TrainResult:
 
     Attributes:
         embeddings: the trained encoder's output on the clean graph ``[N, d]`` (what
-            ``encoder(data.x, data.edge_index)`` returns, in eval mode).
+            ``encoder(data.x, data.edge_index)`` returns, in eval mode, ``data`` after
+            :attr:`transform`).
         losses: each epoch's mean loss.
         epoch_ms: the mean wall time of an epoch (the first left out when there are others).
         snapshots: epoch ``->`` the embeddings after it (``snapshot_every``).
         encoder: the trained encoder, in eval mode (the built-in
-            :class:`~cl2gnn.node.GraphEncoder` or the module that was passed).
+            :class:`~cl2gnn.node.GraphEncoder` or the module that was passed), which read
+            the graph after :attr:`transform`.
         method: the trained method: its heads, predictors, target encoder and memory.
         config: the configuration it trained with.
         seed: the seed it trained with.
@@ -52,6 +56,16 @@ class TrainResult:
     config: NodeConfig | None = None
     seed: int = 0
     choice: object | None = None
+
+    @property
+    def transform(self) -> BaseTransform | None:
+        """What training applied to a graph before :attr:`encoder` read it, to apply the
+        same way before embedding another: the configuration's row normalisation (PyG's
+        ``NormalizeFeatures``) for an encoder of one's own, ``None`` for the built-in
+        encoder (it normalises inside): ``encoder(transform(data).x, data.edge_index)``."""
+        if self.config is None or self.encoder is None:
+            return None
+        return feature_transform(self.config, self.encoder)
 
     def save(self, root: str | Path) -> Path:
         """Write ``root/seed_<seed>/``: ``encoder.pt`` (the weights, and for the built-in

@@ -35,6 +35,7 @@ class DropEdge(BaseTransform):
         p (float): the probability of dropping an edge.
     """
 
+    edges_in_range = True  # a subset of the input's edges: no range check (library_view)
     edges_only = True  # the features pass untouched (augment_with_column_mask)
 
     def __init__(self, p: float) -> None:
@@ -62,6 +63,8 @@ class MaskFeatures(BaseTransform):
             ``p``, so that processes whose generators are seeded alike mask the same columns
             (default: ``None``).
     """
+
+    edges_in_range = True  # the input's edges: no range check (library_view)
 
     def __init__(self, p: float, generator: torch.Generator | None = None) -> None:
         self.p, self.generator = _probability(p, "p"), generator
@@ -105,6 +108,8 @@ class Diffusion(BaseTransform):
         k (int, optional): the in-edges kept per node (default: ``128``, PyG's GDC example).
         eps (float, optional): the threshold instead of ``k`` (default: ``None``).
     """
+
+    edges_in_range = True  # computed on the input's nodes: no range check (library_view)
 
     def __init__(self, alpha: float = 0.2, k: int | None = 128, eps: float | None = None) -> None:
         self.alpha = _probability(alpha, "alpha")
