@@ -10,7 +10,7 @@ import json
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from torch_geometric.data import Data
 from torch_geometric.nn.models import GCN, GraphSAGE
@@ -67,6 +67,9 @@ def small(method, data=None, encoder=None, **changes) -> NodeConfig:
 
 
 @given(epochs=st.integers(0, 50), warmup=st.integers(0, 50))
+@example(epochs=0, warmup=1000)  # an untrained baseline of BGRL's recipe
+@example(epochs=30, warmup=30)
+@example(epochs=29, warmup=30)
 def test_a_warm_up_longer_than_the_run_is_refused_and_no_other(epochs, warmup):
     if 0 < epochs < warmup:  # the rate would never reach its value
         with pytest.raises(ValueError, match=f"lr_warmup {warmup} is longer than the run"):

@@ -91,10 +91,8 @@ def has_inference(encoder: torch.nn.Module) -> bool:
     """Whether ``encoder`` embeds a large graph by its own ``inference(loader, device)``
     (PyG's ``BasicGNN``: layer by layer over full one-hop neighborhoods, where its read-out
     is the last layer's)."""
-    return callable(getattr(encoder, "inference", None)) and getattr(encoder, "jk_mode", None) in (
-        None,
-        "last",
-    )
+    reads_last = getattr(encoder, "jk_mode", None) in (None, "last")  # PyG's jk="cat": none
+    return callable(getattr(encoder, "inference", None)) and reads_last
 
 
 class MinibatchTrainer(Trainer):
