@@ -23,9 +23,10 @@ def check_entry(entry: object) -> None:
     """Raise ``argparse.ArgumentTypeError`` unless ``entry`` is ``{method, <NodeConfig
     field>: value}``: ``method`` one of :data:`~cl2gnn.node.names.METHODS`, every other key
     a field whose value :func:`~cl2gnn.node.config.check_field` accepts, and the fields
-    consistent with each other on :class:`~cl2gnn.node.NodeConfig`'s defaults (one
-    ``num_neighbors`` fan-out per layer) — the library's own checks, their messages (the
-    field, the value and what is allowed) as they are."""
+    consistent with each other on :class:`~cl2gnn.node.NodeConfig`'s defaults (a warm-up
+    no longer than the epochs; one ``num_neighbors`` fan-out per layer where the entry sets
+    ``layers``) — the library's own checks, their messages (the field, the value and what is
+    allowed) as they are."""
     if not isinstance(entry, dict):
         raise argparse.ArgumentTypeError(f"must be a JSON object, got {entry!r}")
     if entry.get("method") not in METHODS:
@@ -34,7 +35,9 @@ def check_entry(entry: object) -> None:
         )
     fields = {field: value for field, value in entry.items() if field != "method"}
     try:
-        config_from_dict(fields)  # check_field on each, then NodeConfig's own checks
+        config = config_from_dict(fields)  # check_field on each, then NodeConfig's own checks
+        if "layers" in fields:  # one fan-out per layer (else the method's depth decides)
+            config.fan_outs()
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 

@@ -204,7 +204,9 @@ for _method in ("grace", "cca_ssg", "bgrl"):
             data = node_data(**inputs)
             if "y" in inputs:  # training reads no label: the probe's entry refuses them
                 return refused(lambda: check_probe(data, ("grace",), range(1)))
-            config = default_config("Cora", method).with_overrides(epochs=2, encoder="sage")
+            config = default_config("Cora", method).with_overrides(
+                epochs=2, lr_warmup=0, encoder="sage"
+            )
             return refused(lambda: train_node_model(data, method, config))
 
 

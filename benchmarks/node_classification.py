@@ -14,7 +14,8 @@ configuration for the graph (:func:`cl2gnn.node.default_config`), ``--override
 METHOD:FIELD=JSON`` changing one field of one method's runs::
 
     python benchmarks/node_classification.py --methods default grace cca_ssg graphacl bgrl \
-        --other-seeds 1 --override bgrl:epochs=300 --out runs/node.jsonl --part-seeds 2
+        --other-seeds 1 --override bgrl:epochs=300 --override bgrl:lr_warmup=30 \
+        --out runs/node.jsonl --part-seeds 2
     python benchmarks/node_classification.py ... --table               # -> results/*.json
 
 Each (graph, method) runs as ``cl2gnn node --json`` in fresh processes of at most

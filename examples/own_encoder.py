@@ -59,14 +59,17 @@ def main() -> None:
 
     torch.manual_seed(0)  # your encoder's initial weights
     data = community_graph(seed=0)
-    config = default_config(data, "bgrl").with_overrides(
+    encoder = GAT(16, 32, 64)
+    # BGRL's recipe for your encoder (the built-in encoder's fields left out); its features
+    # are Gaussian, so without the recipe's row normalisation
+    config = default_config(data, "bgrl", encoder=encoder).with_overrides(
         epochs=args.epochs, lr_warmup=args.epochs // 10, normalize_features=False
     )
     views = (  # one per view; any callable Data -> Data
         Compose([DropEdge(0.2), MaskFeatures(0.2)]),
         Compose([DropEdge(0.4), MaskFeatures(0.1)]),
     )
-    result = train_node_model(data, "bgrl", config, encoder=GAT(16, 32, 64), augment=views)
+    result = train_node_model(data, "bgrl", config, encoder=encoder, augment=views)
 
     split = make_split("grace", data, seed=0)  # 10 % of the nodes train the probe
     print(

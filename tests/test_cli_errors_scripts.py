@@ -159,7 +159,7 @@ CONFIG_ERRORS = [
         "entry 1: NodeConfig.num_neighbors must be a list of integers >= 1 or -1",
     ),
     (  # the fields together: one fan-out per layer
-        '[{"method": "grace", "num_neighbors": [10, 10, 10]}]',
+        '[{"method": "grace", "layers": 2, "num_neighbors": [10, 10, 10]}]',
         "entry 1: NodeConfig.num_neighbors needs one fan-out per layer (2)",
     ),
     ('{"method": "grace"}', "must hold a non-empty JSON list"),

@@ -16,15 +16,9 @@ from cl2gnn.node import REGISTRY, NodeConfig, load_encoder, train_node_model
 from cl2gnn.node.methods.mvgrl import MVGRLEncoder
 from cl2gnn.node.result import embed
 
-CONFIG = NodeConfig(
-    epochs=2,
-    out_channels=8,
-    hidden_channels=16,
-    proj_hidden=8,
-    predictor_hidden=8,
-    diffusion_k=6,
-    clusters=3,
-)
+# the methods' options; the built-in encoder's shape apart (refused beside one's own)
+OWN = NodeConfig(epochs=2, proj_hidden=8, predictor_hidden=8, diffusion_k=6, clusters=3)
+CONFIG = OWN.with_overrides(out_channels=8, hidden_channels=16)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +56,8 @@ def users_encoder(in_channels: int) -> torch.nn.Module:
 def test_every_way_to_embed_gives_the_probed_embeddings(method, builtin, graph_file, tmp_path):
     path, data = graph_file
     encoder = None if builtin else users_encoder(data.num_features)
-    result = train_node_model(data, method, CONFIG, encoder=encoder, seed=1, progress=False)
+    config = CONFIG if builtin else OWN
+    result = train_node_model(data, method, config, encoder=encoder, seed=1, progress=False)
     x, edge_index, probed = data.x, data.edge_index, result.embeddings
 
     assert torch.equal(result.embed(x, edge_index), probed)
@@ -125,7 +120,7 @@ def test_embed_checks_the_graph_as_training_does(graph_file):
 def test_a_users_encoder_is_loaded_into_a_new_one_and_a_misfit_refused(graph_file, tmp_path):
     _, data = graph_file
     result = train_node_model(
-        data, "grace", CONFIG, encoder=users_encoder(data.num_features), progress=False
+        data, "grace", OWN, encoder=users_encoder(data.num_features), progress=False
     )
     folder = result.save(tmp_path)
     with pytest.raises(ValueError, match=r"your own encoder .* encoder=YourEncoder"):
@@ -135,3 +130,20 @@ def test_a_users_encoder_is_loaded_into_a_new_one_and_a_misfit_refused(graph_fil
     builtin = train_node_model(data, "grace", CONFIG, progress=False).save(tmp_path / "b")
     with pytest.raises(ValueError, match=r"encoder: .* holds the built-in encoder"):
         load_encoder(builtin, encoder=users_encoder(data.num_features))
+
+
+def test_your_encoder_on_the_recipes_normalised_features_embeds_through_its_transform(
+    graph_file, tmp_path
+):
+    """A recipe that row-normalises the features trains your encoder on them: ``result.embed``
+    applies the transform as training did, so it gives the probed embeddings where the
+    encoder on the raw features does not; the reloaded encoder, with the same transform."""
+    _, data = graph_file
+    config = OWN.with_overrides(normalize_features=True)
+    encoder = users_encoder(data.num_features)
+    result = train_node_model(data, "grace", config, encoder=encoder, progress=False)
+    x, edge_index, probed = data.x, data.edge_index, result.embeddings
+    assert torch.equal(result.embed(x, edge_index), probed)
+    assert not torch.allclose(embed(result.encoder, x, edge_index), probed)  # raw x: not it
+    again = load_encoder(result.save(tmp_path), encoder=users_encoder(data.num_features))
+    assert torch.equal(embed(again, result.transform(data.clone()).x, edge_index), probed)

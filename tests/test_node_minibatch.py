@@ -230,9 +230,11 @@ def test_training_normalises_a_batch_as_inference_does(conv):
     ],
 )
 def test_bad_minibatch_settings_are_refused(changes, message):
-    # the configuration refuses them when it is made, before any training
+    # the configuration refuses them when it is made, or (the fan-outs, one per layer of
+    # whichever encoder trains) the run, before any training
     with pytest.raises(ValueError, match=message):
-        NodeConfig(out_channels=4, proj_hidden=4, epochs=1, batch_size=16).with_overrides(**changes)
+        config = NodeConfig(out_channels=4, proj_hidden=4, epochs=1, batch_size=16)
+        MinibatchTrainer(small_graph(60, 2), "grace", config.with_overrides(**changes))
 
 
 @pytest.mark.parametrize("method", ["multistage", "neighbors", "homophily"])
@@ -366,7 +368,8 @@ def test_two_processes_equal_one_process_on_the_same_global_batches(single_proce
         (["--batch-size", "0"], "--batch-size"),
         (["--batch-size", "64", "--num-neighbors", "10", "0"], "--num-neighbors"),
         (["--batch-size", "64", "--num-neighbors", "10", "-2"], "--num-neighbors"),
-        (["--batch-size", "64", "--num-neighbors", "10"], "--num-neighbors"),
+        (["--batch-size", "64", "--num-neighbors", "10"], "num_neighbors needs one fan-out"),
+        (["--batch-size", "64", "--layers", "3", "--num-neighbors", "10"], "--num-neighbors"),
         (["--num-neighbors", "5", "5"], "--num-neighbors needs --batch-size"),
         (["--distributed", "ring"], "--distributed needs --batch-size"),
         (["--batch-size", "64", "--distributed", "all"], "--distributed"),

@@ -70,6 +70,7 @@ NODE_FIELDS = {
     "weight_decay": ("weight_decay", float),
     "temperature": ("temperature", float),
     "epochs": ("epochs", int),
+    "lr_warmup": ("lr_warmup", int),
     "layers": ("layers", int),
     "out_channels": ("out_channels", int),
     "neighbor_weight": ("neighbor_weight", float),
@@ -164,14 +165,13 @@ def _check_node(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
             if len(value) > 2:
                 parser.error(f"{option} takes one probability (both views) or two, got {value}")
             setattr(args, name, tuple(value) if len(value) == 2 else value[0])
-    if args.num_neighbors is not None:  # the configurations are all of NodeConfig's depth
-        from cl2gnn.node.config import NodeConfig
-
-        layers = args.layers or (args.config or {}).get("layers") or NodeConfig.layers
-        if len(args.num_neighbors) != layers:
-            parser.error(
-                f"--num-neighbors needs one fan-out per layer ({layers}), got {args.num_neighbors}"
-            )
+    # one fan-out per layer: here where the depth is given; else the method's configuration
+    # knows it (DGI's and MVGRL's are one layer deep), and the run refuses before training
+    layers = args.layers or (args.config or {}).get("layers")
+    if args.num_neighbors is not None and layers and len(args.num_neighbors) != layers:
+        parser.error(
+            f"--num-neighbors needs one fan-out per layer ({layers}), got {args.num_neighbors}"
+        )
     from cl2gnn.node.names import AUTO
 
     for option, value in (("--resume", args.resume), ("--checkpoint-every", args.checkpoint_every)):
@@ -321,6 +321,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     node.add_argument("--epochs", **field("epochs"), help="override the dataset's default")
     node.add_argument("--lr", **field("lr"), help="learning rate (default: the dataset's)")
+    node.add_argument(
+        "--lr-warmup",
+        **field("lr_warmup"),
+        metavar="EPOCHS",
+        help="the learning rate's linear warm-up, at most --epochs (default: the method's)",
+    )
     node.add_argument("--weight-decay", **field("weight_decay"), help="default: the dataset's")
     node.add_argument(
         "--temperature",

@@ -16,7 +16,7 @@ from cl2gnn.distributed import rank_and_world
 from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
 from cl2gnn.node.auto import candidate_table, choose_method, scoring_seeds
 from cl2gnn.node.checkpoint import CHECKPOINT
-from cl2gnn.node.config import config_from_dict
+from cl2gnn.node.config import check_field
 from cl2gnn.node.defaults import default_config
 from cl2gnn.node.evaluate import (
     default_protocol,
@@ -54,19 +54,22 @@ def configure(base, config: dict | None = None, out_channels: int | None = None,
     """``base`` (a :class:`~cl2gnn.node.NodeConfig`) with the fields of ``config`` (a
     ``--config`` file's mapping), then ``fields`` (``None`` keeps a field). ``out_channels``
     sets the encoder's last layer's and the head's widths (the other layers keep their ratio
-    to the last unless ``config`` or ``fields`` set ``hidden_channels``)."""
-    if config:
-        base = config_from_dict(config, base)
-    changes = dict(fields)
+    to the last unless ``config`` or ``fields`` set ``hidden_channels``). ``ValueError``
+    for fields that do not go together, before any training."""
+    config = config or {}
+    changes = {**config, **{k: v for k, v in fields.items() if v is not None}}
     if out_channels is not None:
         changes |= {
             "out_channels": out_channels,
             "proj_hidden": fields.get("proj_hidden") or out_channels,
         }
-        given = "hidden_channels" in (config or {}) or fields.get("hidden_channels") is not None
+        given = "hidden_channels" in config or fields.get("hidden_channels") is not None
         if base.hidden_channels is not None and not given:  # the layers' ratio kept
-            changes["hidden_channels"] = out_channels * base.hidden_channels // base.out_channels
-    return base.with_overrides(**changes)
+            last = check_field("out_channels", config.get("out_channels", base.out_channels))
+            changes["hidden_channels"] = out_channels * base.hidden_channels // last
+    configured = base.with_overrides(**changes)  # at once: the joint checks see every field
+    configured.fan_outs()  # the built-in encoder's depth: one fan-out per layer, or refused
+    return configured
 
 
 def check_probe(data, protocols: tuple[str, ...], seeds: range) -> None:

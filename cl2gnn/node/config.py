@@ -30,11 +30,14 @@ class NodeConfig:
     Views: per view ``(view 1, view 2)`` (a single number: both views), the probability of
     dropping an edge (``drop_edge``) and of masking a feature column (``drop_feature``);
     ``normalize_features`` row-normalises the input (PyG's ``NormalizeFeatures``, as the
-    GRACE and GCA code do) inside the built-in encoder.
+    GRACE and GCA code do): inside the built-in encoder, before an encoder of one's own.
 
     Encoder shape: ``hidden_channels`` (the width of every layer but the last; ``None``:
     ``2 · out_channels``), ``out_activation`` (the activation after the last layer too),
     ``batch_norm`` (before each activation) and ``self_loops`` (GCN's added self-loops).
+    With an encoder of one's own the built-in encoder's fields keep their defaults
+    (:data:`cl2gnn.node.trainer.BUILTIN_ONLY`; ``default_config(graph, method,
+    encoder=...)`` leaves them so).
 
     Methods: ``temperature`` of the contrastive losses, ``neighbor_weight`` of graph
     neighbors as positives (``neighbors``, ``homophily``), ``clusters`` of the
@@ -49,13 +52,13 @@ class NodeConfig:
     (``"degree"``, ``"pagerank"``, ``"eigenvector"``); ``diffusion_k``: the in-edges per
     node kept of MVGRL's diffusion.
 
-    Learning rate: a linear warm-up over ``lr_warmup`` epochs, then constant or, with
-    ``lr_cosine``, a cosine decay to zero at the last epoch.
+    Learning rate: a linear warm-up over ``lr_warmup`` epochs (at most ``epochs``), then
+    constant or, with ``lr_cosine``, a cosine decay to zero at the last epoch.
 
     Mini-batches (``batch_size`` set; ``None``: full-batch): seed nodes per step over all
-    processes, in-neighbors sampled per node and hop (``num_neighbors``, one per layer,
-    ``-1``: all; ``None``: 10 per layer, :meth:`fan_outs`), and how a process group shares
-    its negatives (``distributed``: ``"gather"`` or ``"ring"``).
+    processes, in-neighbors sampled per node and hop (``num_neighbors``, one per layer of
+    the encoder, ``-1``: all; ``None``: 10 per layer, :meth:`fan_outs`), and how a process
+    group shares its negatives (``distributed``: ``"gather"`` or ``"ring"``).
     """
 
     learning_rate: float = 5e-4
@@ -95,19 +98,30 @@ class NodeConfig:
     def __post_init__(self) -> None:
         for name in FIELDS:
             object.__setattr__(self, name, check_field(name, getattr(self, name)))
-        if self.num_neighbors is not None and len(self.num_neighbors) != self.layers:
+        if 0 < self.epochs < self.lr_warmup:  # epochs=0 trains nothing: no rate to reach
             raise ValueError(
-                f"NodeConfig.num_neighbors needs one fan-out per layer ({self.layers}), "
-                f"got {list(self.num_neighbors)}"
+                f"NodeConfig.lr_warmup {self.lr_warmup} is longer than the run (epochs "
+                f"{self.epochs}): the learning rate would never reach {self.learning_rate:g}; "
+                f"set lr_warmup to at most the epochs (with_overrides(epochs={self.epochs}, "
+                f"lr_warmup={self.epochs // 10}); on the command line --lr-warmup) or train longer"
             )
 
-    def fan_outs(self) -> tuple[int, ...]:
-        """In-neighbors sampled per node at each hop (``num_neighbors``, else 10 a layer)."""
-        return self.num_neighbors or (10,) * self.layers
+    def fan_outs(self, layers: int | None = None) -> tuple[int, ...]:
+        """In-neighbors sampled per node at each hop of an encoder ``layers`` deep (``None``:
+        the built-in encoder's ``layers``): ``num_neighbors``, else 10 a hop; ``ValueError``
+        unless ``num_neighbors`` gives one fan-out per layer."""
+        layers = self.layers if layers is None else layers
+        if self.num_neighbors is not None and len(self.num_neighbors) != layers:
+            raise ValueError(
+                f"NodeConfig.num_neighbors needs one fan-out per layer ({layers}), "
+                f"got {list(self.num_neighbors)}"
+            )
+        return self.num_neighbors or (10,) * layers
 
     def with_overrides(self, **changes) -> NodeConfig:
-        """A copy with the given fields changed; ``None`` keeps a field as it is."""
-        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+        """A copy with the given fields changed, each checked (``None`` sets a field to
+        ``None`` where it allows it: ``num_keys=None``, the exact uniformity term)."""
+        return config_from_dict(changes, self)
 
     def as_dict(self) -> dict:
         return asdict(self)

@@ -3,7 +3,11 @@ of :mod:`cl2gnn.node.config`, made acceptable to every registered method."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+
+import torch
+from torch import Tensor
 
 from .config import (
     AUTHORS_PER_GRAPH,
@@ -15,7 +19,9 @@ from .config import (
     NodeConfig,
     graph_name,
 )
-from .methods import method_class
+from .inputs import check_encoder
+from .methods import method_type
+from .trainer import BUILTIN_ONLY
 
 
 def default_method(graph) -> str:
@@ -25,24 +31,41 @@ def default_method(graph) -> str:
     return "grace" if graph_name(graph) in GRACE_PUBLISHED else OTHER_GRAPHS_METHOD
 
 
-def default_config(graph, method: str | None = None) -> NodeConfig:
+def default_config(
+    graph,
+    method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor] | None = None,
+    *,
+    encoder: torch.nn.Module | None = None,
+) -> NodeConfig:
     """``method``'s configuration for ``graph`` (a name, or a ``Data``: its ``name``, if
     any): its authors' for that graph where they publish one, else the method's own
-    (:data:`METHOD_DEFAULTS`), else for the GRACE-family methods the graph's published
-    configuration (:data:`GRACE_PUBLISHED`), else GRACE's for graphs without one. ``None``: the
+    (:data:`METHOD_DEFAULTS`), else for the GRACE-family methods (and an objective
+    ``(z1, z2, h1, h2) -> loss`` on GRACE's scheme) the graph's published configuration
+    (:data:`GRACE_PUBLISHED`), else GRACE's for graphs without one. ``None``: the
     configuration of :func:`default_method` — the graph's published one, else
     :data:`OTHER_GRAPHS`. Every registered method accepts what this returns, on any graph:
-    sampled keys are kept for the methods that take them only."""
+    sampled keys are kept for the methods that take them only.
+
+    ``encoder``: an encoder of one's own, which the configuration is for: the built-in
+    encoder's fields (:data:`~cl2gnn.node.trainer.BUILTIN_ONLY`) are left at their defaults,
+    and the recipe's feature normalisation is kept, applied to ``data.x`` before the encoder
+    reads it (:func:`~cl2gnn.node.trainer.feature_transform`)."""
     dataset = graph_name(graph)
-    if method is None:
-        method = default_method(graph)
+    # an objective of one's own trains on GRACE's scheme, with GRACE's configurations
+    name = "grace" if callable(method) else method
+    if name is None:
+        method = name = default_method(graph)
         config = GRACE_PUBLISHED.get(dataset, OTHER_GRAPHS)
-    elif (method, dataset) in AUTHORS_PER_GRAPH:
-        config = AUTHORS_PER_GRAPH[method, dataset]
-    elif method in METHOD_DEFAULTS:
-        config = METHOD_DEFAULTS[method]
+    elif (name, dataset) in AUTHORS_PER_GRAPH:
+        config = AUTHORS_PER_GRAPH[name, dataset]
+    elif name in METHOD_DEFAULTS:
+        config = METHOD_DEFAULTS[name]
     else:
         config = GRACE_PUBLISHED.get(dataset, GRACE_OTHER_GRAPHS)
-    if config.num_keys is not None and not method_class(method).takes_keys:
+    if config.num_keys is not None and not method_type(method).takes_keys:
         config = replace(config, num_keys=None)
+    if encoder is not None:
+        check_encoder(encoder)
+        defaults = NodeConfig()
+        config = replace(config, **{field: getattr(defaults, field) for field in BUILTIN_ONLY})
     return config

@@ -103,6 +103,7 @@ def fit(
         method=trainer.method,
         config=config,
         checkpoint=state,
+        transform=trainer.transform,
     )
 
 

@@ -19,7 +19,7 @@ class FullBatchTrainer(Trainer):
     def __init__(self, data, method, config, **options) -> None:
         super().__init__(data, method, config, **options)
         device = self.device
-        self.x = data.x.to(device)
+        self.x = self.features(data).to(device)  # an encoder of one's own: transformed
         self.edge_index = data.edge_index.to(device)
         self.num_nodes = data.num_nodes
         self.graphs = None

@@ -1,5 +1,7 @@
 """What node-level training is given, checked where it enters the library: the graph
-(:func:`check_graph`), a user's encoder (:func:`check_encoder`) and the labels a probe will
+(:func:`check_graph`; its edges, a view's and a direct encoder call's by
+:func:`check_edge_index`), a user's encoder (:func:`check_encoder`) and every output of it
+(:func:`checked_output`), a user's view (:func:`check_view`) and the labels a probe will
 read (:func:`check_labels`). Every problem is one ``ValueError`` naming the field, so that no
 bad index reaches a kernel (an out-of-range edge made PyG's CSR builds write out of bounds)."""
 
@@ -15,10 +17,11 @@ from .._validation import all_finite
 
 
 def check_graph(data: Data) -> None:
-    """``data.x`` floating point ``[N, F]`` with ``N, F >= 1`` and finite, ``edge_index``
-    ``[2, E]`` integers in ``0 … N - 1``, ``edge_weight`` (if any) ``[E]`` finite and
-    non-negative; ``edge_attr`` refused (nothing here reads it, and it must not be ignored
-    silently)."""
+    """``data.x`` ``[N, F]`` with ``N, F >= 1``, finite, in torch's default dtype (what the
+    models are made in), ``edge_index`` ``[2, E]`` integers in ``0 … N - 1``
+    (:func:`check_edge_index`), ``edge_weight`` (if any) ``[E]`` finite and non-negative,
+    of ``x``'s dtype; ``edge_attr`` refused (nothing here reads it, and it must not be
+    ignored silently)."""
     if not isinstance(data, Data):
         raise ValueError(f"data must be a torch_geometric.data.Data, got {type(data).__name__}")
     x = data.get("x")
@@ -28,6 +31,7 @@ def check_graph(data: Data) -> None:
         raise ValueError(f"data.x must be a 2-D [N, F] tensor, got shape {tuple(x.shape)}")
     if x.dtype not in (torch.float32, torch.float64):  # what the encoders and losses compute in
         raise ValueError(f"data.x must be floating point (float32 or float64), got {x.dtype}")
+    check_model_dtype(x.dtype, "data.x")
     n = x.size(0)
     if n == 0:
         raise ValueError("data.x: the graph is empty (no nodes)")
@@ -37,20 +41,8 @@ def check_graph(data: Data) -> None:
         raise ValueError("data.x contains NaN or inf values")
     if data.num_nodes != n:
         raise ValueError(f"data.num_nodes is {data.num_nodes} but data.x has {n} rows")
-    edge_index = data.get("edge_index")
-    if not isinstance(edge_index, Tensor):
-        raise ValueError("data.edge_index: the graph has no edges tensor ([2, E] integers)")
-    if edge_index.dim() != 2 or edge_index.size(0) != 2:
-        raise ValueError(f"data.edge_index must have shape [2, E], got {tuple(edge_index.shape)}")
-    if edge_index.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"data.edge_index must be int64 (or int32), got {edge_index.dtype}")
-    if edge_index.numel():
-        low, high = int(edge_index.min()), int(edge_index.max())
-        if low < 0 or high >= n:
-            raise ValueError(
-                f"data.edge_index refers to node {low if low < 0 else high}, but the graph has "
-                f"{n} nodes (0 … {n - 1})"
-            )
+    check_edge_index(data.get("edge_index"), n, "data.edge_index")
+    edge_index = data.edge_index
     weight = data.get("edge_weight")
     if weight is not None:
         if not isinstance(weight, Tensor) or weight.shape != (edge_index.size(1),):
@@ -60,6 +52,11 @@ def check_graph(data: Data) -> None:
             )
         if not weight.is_floating_point():
             raise ValueError(f"data.edge_weight must be floating point, got {weight.dtype}")
+        if weight.dtype != x.dtype:
+            raise ValueError(
+                f"data.edge_weight is {weight.dtype} and data.x {x.dtype}: give them one dtype "
+                f"(data.edge_weight = data.edge_weight.to(data.x.dtype))"
+            )
         if not all_finite(weight) or (weight.numel() and float(weight.min()) < 0):
             raise ValueError("data.edge_weight must be finite and non-negative")
     if data.get("edge_attr") is not None:
@@ -67,6 +64,61 @@ def check_graph(data: Data) -> None:
             "data.edge_attr: node-level training reads edge_index and edge_weight only; "
             "remove edge_attr, or fold it into an edge_weight [E]"
         )
+
+
+def check_model_dtype(dtype: torch.dtype, name: str) -> None:
+    """Features of torch's default dtype, the one the built-in encoder, the heads and the
+    predictors are made in (a float64 ``x`` beside float32 weights fails deep inside)."""
+    default = torch.get_default_dtype()
+    if dtype != default:
+        to = ".float()" if default == torch.float32 else f".to({default})"
+        raise ValueError(
+            f"{name} is {dtype}, but the models are made in {default} (torch's default "
+            f"dtype): convert the features, data.x = data.x{to}, or make every model in "
+            f"{dtype} with torch.set_default_dtype({dtype}) first"
+        )
+
+
+def check_edge_index(edge_index: object, num_nodes: int, name: str = "edge_index") -> None:
+    """``edge_index`` ``[2, E]``, integer, every id in ``0 … num_nodes - 1``: the one range
+    check of every graph that reaches an encoder (the input ``Data``'s, a view's of one's own,
+    a direct call of the built-in encoder). PyG's CSR builds and torch's sparse matmul trust
+    their indices: an id out of range writes or reads out of bounds (heap corruption, a
+    segfault or wrong values), not an error. ``ValueError`` naming ``name``."""
+    if not isinstance(edge_index, Tensor):
+        raise ValueError(f"{name}: the graph has no edges tensor ([2, E] integers)")
+    if edge_index.dim() != 2 or edge_index.size(0) != 2:
+        raise ValueError(f"{name} must have shape [2, E], got {tuple(edge_index.shape)}")
+    if edge_index.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{name} must be int64 (or int32), got {edge_index.dtype}")
+    if edge_index.numel():
+        low, high = (int(v) for v in torch.aminmax(edge_index))  # both ends: sources too
+        if low < 0 or high >= num_nodes:
+            raise ValueError(
+                f"{name} refers to node {low if low < 0 else high}, but the graph has "
+                f"{num_nodes} nodes (0 … {num_nodes - 1})"
+            )
+
+
+def check_view(view: object, num_nodes: int) -> None:
+    """The output of a view that is not one of the library's (a transform of one's own) on
+    a graph of ``num_nodes`` nodes: a ``Data`` of the same nodes (the loss pairs node ``i``
+    of both views), its edges in range (:func:`check_edge_index`), its weights ``[E]``."""
+    if not isinstance(view, Data):
+        raise ValueError(f"augment: a view must return a Data, got {type(view).__name__}")
+    x = view.get("x")
+    if not isinstance(x, Tensor) or x.dim() != 2 or x.size(0) != num_nodes:
+        shape = tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__
+        raise ValueError(
+            f"augment: a view must keep the graph's {num_nodes} nodes (x [{num_nodes}, F]), "
+            f"got x {shape}"
+        )
+    check_edge_index(view.get("edge_index"), num_nodes, "augment: a view's edge_index")
+    weight = view.get("edge_weight")
+    edges = view.edge_index.size(1)
+    if weight is not None and (not isinstance(weight, Tensor) or weight.shape != (edges,)):
+        shape = tuple(weight.shape) if isinstance(weight, Tensor) else type(weight).__name__
+        raise ValueError(f"augment: a view's edge_weight must be [E] = [{edges}], got {shape}")
 
 
 def takes_edge_weight(encoder: torch.nn.Module) -> bool:
@@ -86,11 +138,25 @@ def check_encoder(encoder: object) -> None:
         )
 
 
+def checked_output(out: object, num_nodes: int) -> Tensor:
+    """``out``, an encoder's output on a graph of ``num_nodes`` nodes, if it is
+    ``[num_nodes, d]``; ``ValueError`` otherwise. A shape check (no host sync): every call
+    of an encoder in training and in the final embedding goes through it."""
+    if not isinstance(out, Tensor) or out.dim() != 2 or out.size(0) != num_nodes:
+        shape = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
+        raise ValueError(
+            f"encoder(x, edge_index) must return one row per node, [N, d]; on {num_nodes} "
+            f"nodes it returned {shape}"
+        )
+    return out
+
+
 @torch.no_grad()
 def output_width(encoder: torch.nn.Module, x: Tensor, edge_index: Tensor) -> int:
     """The width ``d`` of ``encoder(x, edge_index)``, read from its output on the first few
     nodes and the edges among them (in eval mode, its training mode restored); ``ValueError``
-    unless it is ``[rows, d]``."""
+    unless it is ``[rows, d]`` (:func:`checked_output`, which training applies to every
+    call on all the rows)."""
     rows = min(x.size(0), 8)
     keep = (edge_index[0] < rows) & (edge_index[1] < rows)
     was_training = encoder.training
@@ -99,13 +165,7 @@ def output_width(encoder: torch.nn.Module, x: Tensor, edge_index: Tensor) -> int
         out = encoder(x[:rows], edge_index[:, keep])
     finally:
         encoder.train(was_training)
-    if not isinstance(out, Tensor) or out.dim() != 2 or out.size(0) != rows:
-        shape = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
-        raise ValueError(
-            f"encoder(x, edge_index) must return one row per node, [N, d]; on {rows} nodes it "
-            f"returned {shape}"
-        )
-    return out.size(1)
+    return checked_output(out, rows).size(1)
 
 
 def check_labels(y: object, num_nodes: int) -> None:

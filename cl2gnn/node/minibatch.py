@@ -34,6 +34,7 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
+from torch_geometric.loader import NeighborLoader
 
 from .._validation import check_integer
 from ..distributed import rank_and_world
@@ -42,6 +43,7 @@ from ..graphs import neighbor_loader
 from .config import NodeConfig
 from .features import is_sparse, prepare_features
 from .inference import full_neighborhood, layerwise_embeddings
+from .inputs import checked_output
 from .methods import ViewBatch
 from .methods.contrastive import ContrastiveMethod
 from .models import first_rows
@@ -77,6 +79,30 @@ def trimmed(graph: Tensor, rows: list[int]) -> tuple[Tensor, ...]:
     return tuple(first_rows(graph, r, c) for r, c in zip(rows, columns, strict=True))
 
 
+def fan_outs(config: NodeConfig, encoder: torch.nn.Module) -> tuple[int, ...]:
+    """The in-neighbors sampled per node at each hop for ``encoder``: one fan-out per layer
+    where the encoder declares its depth (``num_layers``, as PyG's ``BasicGNN`` and the
+    built-in encoder do; :meth:`NodeConfig.fan_outs`), else ``config.num_neighbors`` as
+    given; ``ValueError`` where they disagree or cannot be known."""
+    depth = getattr(encoder, "num_layers", None)
+    if isinstance(depth, int) and not isinstance(depth, bool) and depth >= 1:
+        return config.fan_outs(depth)
+    if config.num_neighbors is None:
+        raise ValueError(
+            "NodeConfig.num_neighbors: the encoder declares no depth (num_layers), so the hops "
+            "to sample are unknown: give one fan-out per layer it has, e.g. num_neighbors=(10, 10)"
+        )
+    return config.num_neighbors
+
+
+def has_inference(encoder: torch.nn.Module) -> bool:
+    """Whether ``encoder`` embeds a large graph by its own ``inference(loader, device)``
+    (PyG's ``BasicGNN``: layer by layer over full one-hop neighborhoods, where its read-out
+    is the last layer's)."""
+    reads_last = getattr(encoder, "jk_mode", None) in (None, "last")  # PyG's jk="cat": none
+    return callable(getattr(encoder, "inference", None)) and reads_last
+
+
 class MinibatchTrainer(Trainer):
     """:class:`~cl2gnn.node.trainer.Trainer` on mini-batches: the neighbor loader over this
     rank's :class:`SeedBatches`, the encoder and method under DDP in a process group, and
@@ -85,8 +111,9 @@ class MinibatchTrainer(Trainer):
     :meth:`step` trains on one sampled batch, :meth:`epoch` one pass over the seeds (or its
     first ``max_steps`` steps); :meth:`embed` gives the embeddings of every node: the
     built-in encoder's by layer-wise inference (equal to its full-graph forward), any other
-    encoder's by one full-graph forward. The sampler takes ``config.fan_outs()`` hops, one
-    per layer of the encoder (``config.layers`` for a module of your own).
+    encoder's by its own ``inference(loader, device)`` where it has one (PyG's
+    ``BasicGNN``'s, over full one-hop neighborhoods), else by one full-graph forward. The
+    sampler takes one hop per layer of the encoder (:func:`fan_outs`).
     """
 
     def __init__(
@@ -130,7 +157,7 @@ class MinibatchTrainer(Trainer):
             user=f"method {self.label!r}",
         )
         self.world = world
-        x = self.encoder.normalize(data.x) if self.builtin else data.x
+        x = self.encoder.normalize(data.x) if self.builtin else self.features(data)
         self.x = x.to(torch.get_default_dtype())  # float64 where it is the default
         self.edge_index = data.edge_index
         self.sparse = is_sparse(self.x)
@@ -138,10 +165,13 @@ class MinibatchTrainer(Trainer):
             self.model = DistributedDataParallel(self.model)
         torch.manual_seed(stream_seed(seed, RANK_STREAM, rank))
         graph = Data(x=self.x, edge_index=data.edge_index, num_nodes=n)
-        self.loader = neighbor_loader(graph, config.fan_outs(), batch_sampler=self.batches)
+        self.loader = neighbor_loader(
+            graph, fan_outs(config, self.encoder), batch_sampler=self.batches
+        )
         self.steps_per_epoch = len(self.batches)
-        if self.builtin:
+        if self.builtin or has_inference(self.encoder):
             self.one_hop = full_neighborhood(self.loader.node_sampler)
+        if self.builtin:
             self.degree = self.encoder.degree(data.edge_index, n)
         # the layers on rows that cannot reach the seeds are skipped where nothing else reads
         # them: GRACE's scheme reads the seeds' rows alone, and batch norm's statistics
@@ -202,7 +232,9 @@ class MinibatchTrainer(Trainer):
     @torch.no_grad()
     def embed(self) -> Tensor:
         """Every node's embedding: the built-in encoder's by :func:`layerwise_embeddings`
-        (in bounded memory), any other encoder's by one forward on the whole graph."""
+        (in bounded memory), any other encoder's by its ``inference`` where it has one
+        (:func:`has_inference`; a loader of full one-hop neighborhoods, ``batch_size`` seeds
+        a batch, in node order), else by one forward on the whole graph."""
         encoder = self.encoder
         was_training = encoder.training
         encoder.eval()
@@ -216,7 +248,15 @@ class MinibatchTrainer(Trainer):
                 encoder.readout,
                 self.device,
             )
+        elif has_inference(encoder):
+            loader = NeighborLoader(
+                self.loader.data,
+                num_neighbors=[-1],
+                neighbor_sampler=self.one_hop,
+                batch_size=self.config.batch_size,
+            )
+            out = encoder.inference(loader, self.device)
         else:
-            out = encoder(self.x.to(self.device), self.edge_index.to(self.device)).cpu()
+            out = encoder(self.x.to(self.device), self.edge_index.to(self.device))
         encoder.train(was_training)
-        return out
+        return checked_output(out, self.x.size(0)).cpu()

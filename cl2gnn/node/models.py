@@ -18,6 +18,7 @@ from torch_geometric.utils import degree as degree_of
 from torch_geometric.utils import softmax, spmm, to_torch_csr_tensor
 
 from .features import ColumnMasked, SparseFeatures, prepare_features
+from .inputs import check_edge_index
 from .names import EMBEDDINGS, ENCODERS
 from .propagation import ValuedGraph
 
@@ -176,7 +177,10 @@ class GraphEncoder(torch.nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         """The embedding (:attr:`readout`) of every node of the graph ``edge_index``, as
-        PyG's models are called."""
+        PyG's models are called; ``ValueError`` for an edge out of range (the input
+        ``Data``'s check: none reaches the CSR build or the SpMM, where it would corrupt
+        memory)."""
+        check_edge_index(edge_index, x.size(0))
         prepared = self.prepare(x)
         graph = self.propagation_graph(edge_index, x.size(0), edge_weight=edge_weight)
         return self.embed(prepared, graph)

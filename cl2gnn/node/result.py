@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform
 
 from .._files import atomic_path, write_text_atomic
 from ..distributed.launch import _first_line as first_line
@@ -39,20 +40,25 @@ class TrainResult:
         embeddings: the trained encoder's output on the clean graph ``[N, d]`` (what
             ``embed(data.x, data.edge_index)`` returns: bit for bit in full-batch training,
             to float rounding after mini-batches, whose embeddings come from layer-wise
-            inference).
+            inference; ``embed`` applies :attr:`transform` first).
         losses: each epoch's mean loss.
         epoch_ms: the mean wall time of an epoch (the first left out when there are others).
         snapshots: epoch ``->`` the embeddings after it (``snapshot_every``).
-        encoder: the module that embeds, in eval mode, called as PyG's models are: the
-            trained encoder (the built-in :class:`~cl2gnn.node.GraphEncoder` or the module
-            that was passed), or for a method that embeds with more, one module holding it
-            all (MVGRL: :class:`~cl2gnn.node.methods.mvgrl.MVGRLEncoder`, its graph encoder
-            and its diffusion encoder; :meth:`~cl2gnn.node.NodeMethod.embedding_model`).
+        encoder: the module that embeds, in eval mode, called as PyG's models are on the
+            graph after :attr:`transform`: the trained encoder (the built-in
+            :class:`~cl2gnn.node.GraphEncoder` or the module that was passed), or for a
+            method that embeds with more, one module holding it all (MVGRL:
+            :class:`~cl2gnn.node.methods.mvgrl.MVGRLEncoder`, its graph encoder and its
+            diffusion encoder; :meth:`~cl2gnn.node.NodeMethod.embedding_model`).
         method: the trained method: its heads, predictors, target encoder and memory.
         config: the configuration it trained with.
         seed: the seed it trained with.
         choice: with method ``"auto"``, what was chosen and why
             (:class:`~cl2gnn.node.auto.Choice`).
+        transform: what training applied to a graph before :attr:`encoder` read it, to
+            apply the same way before embedding another (:meth:`embed` does): the
+            configuration's row normalisation (PyG's ``NormalizeFeatures``) for an encoder
+            of one's own, ``None`` for the built-in encoder (it normalises inside).
         checkpoint: the run's state at the end of training
             (:func:`~cl2gnn.node.checkpoint.run_checkpoint`): what
             :meth:`save` writes as ``checkpoint.pt`` and ``resume=`` continues from.
@@ -68,13 +74,12 @@ class TrainResult:
     seed: int = 0
     choice: object | None = None
     checkpoint: dict | None = field(default=None, repr=False)
+    transform: BaseTransform | None = None
 
     def encoder_input(self, x: Tensor) -> Tensor:
-        """Raw node features as :attr:`encoder` reads them: the one place where a transform
-        that training applied to ``data.x`` before the encoder is applied again. There is
-        none: the built-in encoder normalises its input itself, and a module of your own
-        reads ``data.x`` as it is."""
-        return x
+        """Raw node features as :attr:`encoder` reads them: :attr:`transform` applied, as
+        training applied it to ``data.x``."""
+        return x if self.transform is None else self.transform(Data(x=x)).x
 
     def embed(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         """The embeddings of any graph with the training graph's feature width, as training

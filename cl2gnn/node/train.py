@@ -46,11 +46,14 @@ def train_node_model(
             optionally ``edge_weight`` ``[E]`` (checked: ``ValueError`` naming the field).
         method: what to train with.
         config: the settings (:class:`NodeConfig`); ``None``: :func:`default_config` of
-            ``data`` and ``method`` (without feature normalisation for an ``encoder`` of
-            your own, which reads ``data.x`` as it is).
+            ``data``, ``method`` and ``encoder``.
         encoder: any ``torch.nn.Module`` called as ``encoder(x, edge_index)`` (with
-            ``edge_weight=`` where ``data`` has weights) that returns ``[N, d]``; ``None``:
-            the built-in :class:`~cl2gnn.node.GraphEncoder` that ``config`` describes.
+            ``edge_weight=`` where ``data`` has weights) that returns ``[N, d]`` (checked at
+            every call); it reads ``data.x`` after ``result.transform`` (the
+            configuration's ``normalize_features``), and ``config``'s fields of the built-in
+            encoder must keep their defaults (``default_config(data, method,
+            encoder=encoder)`` leaves them so). ``None``: the built-in
+            :class:`~cl2gnn.node.GraphEncoder` that ``config`` describes.
         augment: the views: a callable ``Data -> Data`` (a PyG transform, or
             ``Compose`` of them) for both, or a pair (one per view); ``None``: the
             configuration's :class:`~cl2gnn.node.DropEdge` and
@@ -82,9 +85,7 @@ def train_node_model(
             )
         return _auto(data, config, encoder, augment, seed, device, progress)
     if config is None:
-        config = default_config(data, method if isinstance(method, str) else "grace")
-        if encoder is not None:  # the user's encoder reads data.x as it is
-            config = config.with_overrides(normalize_features=False)
+        config = default_config(data, method, encoder=encoder)
     return train_run(
         data,
         method,

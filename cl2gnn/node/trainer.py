@@ -12,15 +12,36 @@ import torch
 from torch import Tensor
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
+from torch_geometric.transforms import BaseTransform, Compose, NormalizeFeatures
 
 from .._validation import values_unread
 from ..distributed.launch import _first_line as first_line
 from .config import NodeConfig
 from .features import with_column_mask
-from .inputs import check_encoder, check_graph, output_width, takes_edge_weight
-from .methods import EncoderInput, NodeMethod, ViewBatch, make_method
+from .inputs import check_encoder, check_graph, check_view, output_width, takes_edge_weight
+from .methods import REGISTRY, EncoderInput, NodeMethod, ViewBatch, make_method, method_type
 from .models import GraphEncoder
 from .views import View, view_masks, view_pair
+
+
+def check_method_graph(cls: type[NodeMethod], data: Data) -> None:
+    """What a method that takes the input graph's edges as positives (``reads_graph``) needs
+    of the graph: edges, without weights."""
+    if not cls.reads_graph:
+        return
+    if data.get("edge_weight") is not None:
+        raise ValueError(
+            f"data.edge_weight: method {cls.name!r} takes the input graph's edges as "
+            "positives, which carry no weights"
+        )
+    if data.num_edges == 0:
+        methods = ", ".join(repr(n) for n, c in REGISTRY.items() if not c.reads_graph)
+        raise ValueError(
+            f"data.edge_index: method {cls.name!r} takes the input graph's edges as positives, "
+            "and the graph has none (every loss term would be empty): give it edges (e.g. a "
+            "kNN graph of the features, cl2gnn.graphs.knn_graph(data.x, k=10)) or train a "
+            f"method that needs none ({methods})"
+        )
 
 
 class EncoderAndMethod(torch.nn.Module):
@@ -35,21 +56,68 @@ class EncoderAndMethod(torch.nn.Module):
         return self.method(self.encoder, batch)
 
 
+# GraphEncoder's arguments, each from a configuration field: what the built-in encoder reads
+ENCODER_ARGUMENTS = {
+    "out_channels": "out_channels",
+    "activation": "activation",
+    "conv": "encoder",
+    "layers": "layers",
+    "hidden_channels": "hidden_channels",
+    "out_activation": "out_activation",
+    "batch_norm": "batch_norm",
+    "self_loops": "self_loops",
+    "readout": "embedding",
+    "normalize_features": "normalize_features",
+}
+# the fields something else reads too: GraphACL's neighbors include the node itself
+# (self_loops), and the row normalisation is a data transform before an encoder of one's own
+# (feature_transform)
+READ_BEYOND_THE_ENCODER = ("self_loops", "normalize_features")
+# the fields only the built-in encoder reads: an encoder of one's own would ignore them
+BUILTIN_ONLY = tuple(
+    field for field in ENCODER_ARGUMENTS.values() if field not in READ_BEYOND_THE_ENCODER
+)
+
+
 def builtin_encoder(in_dim: int, config: NodeConfig) -> GraphEncoder:
     """The built-in encoder a configuration describes."""
-    return GraphEncoder(
-        in_dim,
-        config.out_channels,
-        config.activation,
-        config.encoder,
-        layers=config.layers,
-        hidden_channels=config.hidden_channels,
-        out_activation=config.out_activation,
-        batch_norm=config.batch_norm,
-        self_loops=config.self_loops,
-        readout=config.embedding,
-        normalize_features=config.normalize_features,
-    )
+    arguments = {name: getattr(config, field) for name, field in ENCODER_ARGUMENTS.items()}
+    return GraphEncoder(in_dim, **arguments)
+
+
+def check_own_encoder_config(config: NodeConfig) -> None:
+    """Refuse, beside an encoder of one's own, the built-in encoder's fields
+    (:data:`BUILTIN_ONLY`) away from their defaults: they would be ignored."""
+    defaults = NodeConfig()
+    changed = [
+        f"{field}={getattr(config, field)!r}"
+        for field in BUILTIN_ONLY
+        if getattr(config, field) != getattr(defaults, field)
+    ]
+    if changed:
+        raise ValueError(
+            f"NodeConfig.{', '.join(changed)}: fields of the built-in encoder, which encoder= "
+            "replaces (yours would ignore them): leave them at their defaults, as "
+            "default_config(data, method, encoder=encoder) makes them"
+        )
+
+
+def feature_transform(config: NodeConfig, encoder: torch.nn.Module) -> BaseTransform | None:
+    """What a run applies to a graph before ``encoder`` reads it: the configuration's row
+    normalisation (PyG's ``NormalizeFeatures``, ``normalize_features``) where the encoder does
+    not normalise itself (an encoder of one's own); ``None`` for the built-in encoder, which
+    normalises inside and is called on ``data.x`` as it is."""
+    normalises = isinstance(encoder, GraphEncoder) and encoder.normalize_features
+    return NormalizeFeatures() if config.normalize_features and not normalises else None
+
+
+def library_view(view: View) -> bool:
+    """Whether ``view`` is made of the library's views alone (``edges_in_range``: their
+    edges are the input's, a subset or reweighting of them, or computed from them), whose
+    output needs no range check (a host sync per view on a GPU)."""
+    if isinstance(view, Compose):
+        return all(library_view(step) for step in view.transforms)
+    return getattr(view, "edges_in_range", False) is True
 
 
 class Trainer:
@@ -57,10 +125,13 @@ class Trainer:
     objective ``(z1, z2, h1, h2) -> loss``).
 
     ``encoder``: any ``torch.nn.Module`` called as ``encoder(x, edge_index)`` (with
-    ``edge_weight=`` where the graph has weights) returning ``[N, d]``; ``None``: the
-    built-in :class:`~cl2gnn.node.GraphEncoder` of ``config``. ``augment``: one view
+    ``edge_weight=`` where the graph has weights) returning ``[N, d]`` (checked at every
+    call), given ``data.x`` after :attr:`transform` (:func:`feature_transform`), with the
+    built-in encoder's fields at their defaults (:func:`check_own_encoder_config`); ``None``:
+    the built-in :class:`~cl2gnn.node.GraphEncoder` of ``config``. ``augment``: one view
     (``Data -> Data``, a PyG transform) for both, a pair, or ``None`` (the configuration's
-    edge dropping and feature masking).
+    edge dropping and feature masking); a view not made of the library's own has its output
+    checked (:func:`~cl2gnn.node.inputs.check_view`: its edges in range).
 
     Subclasses define :meth:`epoch` (one pass over the nodes; the mean loss, a 0-dim tensor
     left on the device) and
@@ -87,24 +158,23 @@ class Trainer:
         self.data, self.seed, self.mask_generator = data, seed, mask_generator
         self.edge_weight = data.get("edge_weight")
         self.builtin = encoder is None
+        check_method_graph(method_type(method), data)
         seed_everything(seed)
         if self.builtin:
             encoder = builtin_encoder(data.num_features, config)
-            dim = config.out_channels
         else:
             check_encoder(encoder)
-            if config.normalize_features:
-                raise ValueError(
-                    "normalize_features applies to the built-in encoder: with your own encoder, "
-                    "normalise data.x yourself (torch_geometric.transforms.NormalizeFeatures) "
-                    "and set normalize_features=False"
-                )
+            check_own_encoder_config(config)
             if self.edge_weight is not None and not takes_edge_weight(encoder):
                 raise ValueError(
                     "data.edge_weight: the encoder's forward takes no edge_weight argument; "
                     "remove the weights or accept edge_weight="
                 )
-            dim = output_width(encoder, data.x, data.edge_index)
+        self.transform = feature_transform(config, encoder)
+        if self.builtin:
+            dim = config.out_channels
+        else:
+            dim = output_width(encoder, self.features(data), data.edge_index)
         self.encoder = encoder
         self.method = make_method(
             method,
@@ -115,11 +185,6 @@ class Trainer:
             distributed=distributed,
             encoder=self.encoder,
         )
-        if self.edge_weight is not None and self.method.reads_graph:
-            raise ValueError(
-                f"data.edge_weight: method {self.method.name!r} takes the input graph's edges "
-                "as positives, which carry no weights"
-            )
         self.views = view_pair(augment, self.method.default_views(config, mask_generator))
         self.model = EncoderAndMethod(self.encoder, self.method).to(device)
         self.label = getattr(self.method, "label", self.method.name)
@@ -131,6 +196,11 @@ class Trainer:
         )
         self.steps, self.steps_per_epoch = 0, 1
 
+    def features(self, data: Data) -> Tensor:
+        """``data.x`` as the encoder is given it: after :attr:`transform` (the configuration's
+        row normalisation, for an encoder of one's own), as it is for the built-in encoder."""
+        return data.x if self.transform is None else self.transform(data).x
+
     def view_input(
         self, view: View, x: Tensor, prepared, edge_index: Tensor, graphs
     ) -> EncoderInput:
@@ -140,16 +210,22 @@ class Trainer:
         ``graphs`` (:class:`~cl2gnn.node.propagation.ViewGraphs`): a view made of edge drops
         and column masks is drawn as its masks (:func:`~cl2gnn.node.views.view_masks`), the
         column mask kept apart for the first layer's weight and the kept edges zeroing the
-        dropped entries of a fixed structure; any other encoder reads the view's ``Data``."""
+        dropped entries of a fixed structure; any other encoder reads the view's ``Data``.
+        The output of a view of one's own is checked first
+        (:func:`~cl2gnn.node.inputs.check_view`)."""
         data = Data(x=x, edge_index=edge_index, num_nodes=x.size(0))
         if self.edge_weight is not None:
             data.edge_weight = self.edge_weight.to(x.device)
         if not self.builtin:
             out = view(data)
+            if not library_view(view):
+                check_view(out, x.size(0))
             return EncoderInput(out.x, out.edge_index, out.get("edge_weight"))
         masks = view_masks(view, data)
         if masks is None:  # a view of its own: its features and edges are what it says
             out = view(copy.copy(data))
+            if not library_view(view):
+                check_view(out, x.size(0))
             features = prepared if out.x is x else out.x
             graph = graphs.of(out.edge_index, out.get("edge_weight"))
             return EncoderInput(features, graph, prepared=True)

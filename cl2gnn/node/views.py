@@ -36,6 +36,8 @@ class DropEdge(BaseTransform):
         p (float): the probability of dropping an edge.
     """
 
+    edges_in_range = True  # a subset of the input's edges: no range check (library_view)
+
     def __init__(self, p: float) -> None:
         self.p = _probability(p, "p")
 
@@ -67,6 +69,7 @@ class MaskFeatures(BaseTransform):
     """
 
     reads_edges = False  # view_masks: it reads the features' width alone
+    edges_in_range = True  # the input's edges: no range check (library_view)
 
     def __init__(self, p: float, generator: torch.Generator | None = None) -> None:
         self.p, self.generator = _probability(p, "p"), generator
@@ -110,6 +113,8 @@ class Diffusion(BaseTransform):
         k (int, optional): the in-edges kept per node (default: ``128``, PyG's GDC example).
         eps (float, optional): the threshold instead of ``k`` (default: ``None``).
     """
+
+    edges_in_range = True  # computed on the input's nodes: no range check (library_view)
 
     def __init__(self, alpha: float = 0.2, k: int | None = 128, eps: float | None = None) -> None:
         self.alpha = _probability(alpha, "alpha")

@@ -29,6 +29,14 @@ def method_class(name: str) -> type[NodeMethod]:
     return REGISTRY[name]
 
 
+def method_type(
+    method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
+) -> type[NodeMethod]:
+    """The class that trains ``method``: a registered name's (:func:`method_class`), or for
+    an objective ``(z1, z2, h1, h2) -> loss`` :class:`CallableObjective`."""
+    return CallableObjective if callable(method) else method_class(method)
+
+
 def make_method(
     method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
     config: NodeConfig,
@@ -44,10 +52,8 @@ def make_method(
     nodes, checked against ``config``:
     sampled keys, mini-batches and a process group only for the methods that take them;
     ``encoder`` is the online encoder (for methods with a target encoder)."""
-    if callable(method):
-        cls, extra = CallableObjective, {"objective": method}
-    else:
-        cls, extra = method_class(method), {}
+    cls = method_type(method)
+    extra = {"objective": method} if callable(method) else {}
     label = cls.name if cls is not CallableObjective else "a callable objective"
     if config.num_keys is not None and not cls.takes_keys:
         takes = tuple(n for n, c in REGISTRY.items() if c.takes_keys)
@@ -86,5 +92,6 @@ __all__ = [
     "ViewBatch",
     "make_method",
     "method_class",
+    "method_type",
     "register_method",
 ]

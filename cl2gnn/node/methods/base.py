@@ -12,6 +12,7 @@ from torch import Tensor
 from ..._registry import NODE_METHODS as REGISTRY
 from ..config import NodeConfig
 from ..features import ColumnMasked, SparseFeatures
+from ..inputs import checked_output
 from ..views import View, config_views
 
 
@@ -41,8 +42,10 @@ class EncoderInput:
         if self.prepared:
             return encoder.encode(self.x, self.graph)
         if self.edge_weight is None:
-            return encoder(self.x, self.graph)
-        return encoder(self.x, self.graph, edge_weight=self.edge_weight)
+            out = encoder(self.x, self.graph)
+        else:
+            out = encoder(self.x, self.graph, edge_weight=self.edge_weight)
+        return checked_output(out, self.x.size(0))  # every row, every call: a shape check
 
 
 @dataclass
@@ -143,13 +146,15 @@ class NodeMethod(torch.nn.Module):
         self, encoder: torch.nn.Module, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None
     ) -> Tensor:
         """Every node's embedding on the clean graph, for the probe: :meth:`embedding_model`'s
-        output, in the mode the encoder is in."""
+        output, in the mode the encoder is in, one row per node."""
         model = self.embedding_model(encoder)
         if model is not encoder:  # its other encoders in the encoder's mode
             model.train(encoder.training)
         if edge_weight is None:
-            return model(x, edge_index)
-        return model(x, edge_index, edge_weight=edge_weight)
+            out = model(x, edge_index)
+        else:
+            out = model(x, edge_index, edge_weight=edge_weight)
+        return checked_output(out, x.size(0))
 
     def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
         """Called after each optimiser step with the fraction of training done (``0 … 1``):
