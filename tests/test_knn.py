@@ -17,7 +17,7 @@ from cl2gnn.graphs import _faiss, cluster_labels, knn_graph, spherical_kmeans
 from cl2gnn.graphs import knn as knn_module
 from cl2gnn.graphs.knn import choose_search
 from cl2gnn.graphs.knn_tiles import default_margin, knn_tiles
-from cl2gnn.graphs.names import TILE_PRECISIONS
+from cl2gnn.graphs.names import PRECISIONS, TILE_PRECISIONS
 
 REDUCED = [p for p in TILE_PRECISIONS if p != "full"]
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
@@ -134,7 +134,6 @@ def test_rows_the_error_bound_cannot_certify_are_counted(precision, metric):
     rows = F.normalize(x, dim=1) if metric == "ip" else x
     search = knn_tiles(rows, k, metric, 16, precision)
     assert search.rechecked == 2 * tied
-    nearness, _ = brute_force(rows, metric)
     edges = torch.stack([search.index.reshape(-1), torch.arange(len(x)).repeat_interleave(k)])
     check_exact(rows, k, metric, edges, search.score)
 
@@ -165,6 +164,27 @@ def test_equal_scores_come_in_index_order(precision):
     search = knn_tiles(x, 3, "ip", 2, precision)
     assert search.index[0].tolist() == [1, 2, 3]
     assert search.index[3].tolist() == [0, 1, 2]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_cuda_tiles_match_float64_bruteforce(precision):
+    """The device's own GEMMs (bf16 with a float32 result, TF32, IEEE float32): 1,500 rows
+    in tight groups (near ties below bf16's resolution) and far from the origin, tiles of
+    256 rows."""
+    gen = torch.Generator().manual_seed(4)
+    x = torch.cat([rows_of("near ties", 750, 32, gen), rows_of("gaussian", 750, 32, gen)])
+    for metric, rows in (("ip", F.normalize(x, dim=1)), ("l2", x + 100)):
+        edge_index, scores = knn_graph(
+            rows.cuda(),
+            10,
+            metric,
+            backend="torch",
+            precision=precision,
+            tile_size=256,
+            return_scores=True,
+        )
+        check_exact(rows, 10, metric, edge_index.cpu(), scores.cpu())
 
 
 def test_knn_graph_refuses_bad_precision_and_tile_size():
@@ -300,7 +320,7 @@ def separated_clusters(clusters=6, per_cluster=60, d=16, noise=0.05, seed=0):
 @pytest.mark.skipif(not _faiss.faiss_available(), reason="faiss not installed")
 def test_spherical_kmeans_is_faiss_kmeans_from_the_same_start():
     faiss = _faiss.load_faiss()
-    x, truth = separated_clusters(noise=0.3)  # overlapping: the iterations matter
+    x, _ = separated_clusters(noise=0.3)  # overlapping: the iterations matter
     init = x[:6] + 0.5 * x[6:12]
     rows = F.normalize(x, dim=1).numpy()
     kmeans = faiss.Kmeans(x.size(1), 6, niter=20, spherical=True)
