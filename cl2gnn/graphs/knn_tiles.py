@@ -137,19 +137,21 @@ def _candidates(
     tile: int,
     gemm: Callable[[Tensor, Tensor], Tensor],
 ) -> tuple[Tensor, Tensor]:
-    """The ``m`` best keys of each query row of ``rows`` by the tiles' rank scores,
-    ``(index, score)`` ``[len(rows), m]`` best first; self pairs excluded."""
+    """The ``m`` best keys of each query row of ``rows`` (ascending) by the tiles' rank
+    scores, ``(index, score)`` ``[len(rows), m]`` best first; self pairs excluded."""
     n = operand.size(0)
     found, found_scores = [], []
     for queries in rows.split(tile):
         q = operand[queries]
         local = torch.arange(queries.numel(), device=rows.device)
+        first, last = queries[[0, -1]].tolist()  # one host sync per query tile
         best_score = best = None
         for start in range(0, n, tile):
             s = gemm(q, operand[start : start + tile])
             if half is not None:
                 s.sub_(half[start : start + tile])
-            _exclude_self(s, queries - start, local)
+            if start <= last and first < start + tile:  # the tile may hold a query's self
+                _exclude_self(s, queries - start, local)
             score, index = s.topk(min(m, s.size(1)), dim=1)
             index += start
             if best is not None:  # merge with the earlier key tiles' best
