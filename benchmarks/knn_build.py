@@ -4,12 +4,15 @@ exact each of its graphs is.
     python benchmarks/knn_build.py --sizes 10000 50000 --dim 64 --k 10
     python benchmarks/knn_build.py --sizes 100000 1000000 --dim 128 --device cuda
 
-Build time of ``knn_graph``'s torch backend on ``--device`` (L2, clustered points) and, up to
-``--peers-max`` nodes, of its CPU and faiss builds against scikit-learn's brute-force
-``NearestNeighbors`` (and PyG's ``knn_graph`` when torch-cluster is installed); each cl2gnn
-graph checked on ``--queries`` rows against float64 brute force (rows with the exact
-neighbor set; how far the worst found neighbor lies beyond the exact k-th distance).
-Prints a Markdown table (``--json``: the rows; ``--save NAME``: the results page's table).
+Build time on ``--device`` (L2, clustered points) of the torch tiles in each of
+``--precisions`` (default: ``full`` and ``bf16``, and ``tf32`` on CUDA), with the share of
+rows that the reduced precision could not certify and searched again in full, and of
+``knn_graph``'s default choice (named in the row); up to ``--peers-max`` nodes, of its CPU
+and faiss builds against scikit-learn's brute-force ``NearestNeighbors`` (and PyG's
+``knn_graph`` when torch-cluster is installed). Each cl2gnn graph is checked on ``--queries``
+rows against float64 brute force (rows with the exact neighbor set; how far the worst found
+neighbor lies beyond the exact k-th distance). Prints a Markdown table (``--json``: the
+rows; ``--save NAME``: the results page's table).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from _operators import (
 )
 
 from cl2gnn.apps import cmdline
+from cl2gnn.graphs.names import TILE_PRECISIONS
 
 if TYPE_CHECKING:
     import torch
@@ -68,23 +72,45 @@ def knn_exactness(x: torch.Tensor, edge_index: torch.Tensor, k: int, queries: in
     }
 
 
-def run_knn(sizes, dim: int, k: int, device: str, queries: int, peers_max: int) -> list[dict]:
+def run_knn(
+    sizes,
+    dim: int,
+    k: int,
+    device: str,
+    queries: int,
+    peers_max: int,
+    precisions: list[str],
+    tile_size: int | None,
+) -> list[dict]:
     import torch
     from sklearn.neighbors import NearestNeighbors
 
     from cl2gnn.graphs import faiss_available, knn_graph
+    from cl2gnn.graphs.knn import choose_search, default_tile_size
+    from cl2gnn.graphs.knn_tiles import knn_tiles
 
     device = torch.device(device)
+    tile = tile_size or default_tile_size(device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     rows = []
     for n in sizes:
         x = clustered_points(n, dim)
-        if device.type != "cpu":  # the first call on a device pays for its kernels' set-up
-            knn_graph(x[: 4 * k].to(device), k, "l2", backend="torch")
         on_device = x.to(device)
-        graph, t = timed_on(device, knn_graph, on_device, k, "l2", backend="torch")
-        name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+        for precision in precisions:
+            knn_tiles(on_device[: 4 * k], k, "l2", tile, precision)  # a device's first call
+            search, t = timed_on(device, knn_tiles, on_device, k, "l2", tile, precision)
+            check = knn_exactness(x, _edges(search.index), k, min(queries, n))
+            method = f"cl2gnn torch tiles, {precision} ({name}, tile {tile})"
+            rows.append({"n": n, "method": method, "seconds": t, **check})
+            if precision != "full":
+                rows[-1]["rechecked_rows"] = search.rechecked / n
+            del search
+        backend, precision = choose_search("auto", "auto", "flat", k, device, x.dtype)
+        choice = backend if backend == "faiss" else f"torch {precision}"
+        graph, t = timed_on(device, knn_graph, on_device, k, "l2")
         check = knn_exactness(x, graph, k, min(queries, n))
-        rows.append({"n": n, "method": f"cl2gnn torch ({name})", "seconds": t, **check})
+        method = f"cl2gnn knn_graph default: {choice} ({name})"
+        rows.append({"n": n, "method": method, "seconds": t, **check})
         del on_device, graph
         if n > peers_max:
             rows.append({"n": n, "method": "CPU peers", "skipped": f"N > --peers-max {peers_max}"})
@@ -119,18 +145,29 @@ def run_knn(sizes, dim: int, k: int, device: str, queries: int, peers_max: int) 
     return rows
 
 
+def _edges(index: torch.Tensor) -> torch.Tensor:
+    """The directed kNN graph of a ``[N, k]`` neighbor table, in ``knn_graph``'s layout."""
+    import torch
+
+    n, k = index.shape
+    query = torch.arange(n, device=index.device).repeat_interleave(k)
+    return torch.stack([index.reshape(-1), query])
+
+
 def knn_table(rows: list[dict]) -> Table:
     columns = ["N", "method", "seconds", "rows with the exact neighbors"]
-    columns.append("largest k-th distance excess")
+    columns += ["largest k-th distance excess", "rows searched again in full"]
     lines = []
     for r in rows:
         if "skipped" in r:
-            lines.append([str(r["n"]), r["method"], f"— ({r['skipped']})", "", ""])
-        elif "exact_rows" in r:
-            check = [f"{r['exact_rows']:.4f}", f"{r['max_kth_excess']:.1e}"]
-            lines.append([str(r["n"]), r["method"], f"{r['seconds']:.2f}", *check])
-        else:  # a peer's graph is not checked (or a starved IVF search)
-            lines.append([str(r["n"]), r["method"], f"{r['seconds']:.2f}", "", ""])
+            lines.append([str(r["n"]), r["method"], f"— ({r['skipped']})", "", "", ""])
+            continue
+        line = [str(r["n"]), r["method"], f"{r['seconds']:.2f}", "", "", ""]
+        if "exact_rows" in r:  # a peer's graph is not checked (nor a starved IVF search)
+            line[3:5] = [f"{r['exact_rows']:.4f}", f"{r['max_kth_excess']:.1e}"]
+        if "rechecked_rows" in r:
+            line[5] = f"{r['rechecked_rows']:.4f}"
+        lines.append(line)
     return columns, lines
 
 
@@ -148,6 +185,17 @@ def main() -> None:
         help="rows checked against float64 brute force",
     )
     parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=TILE_PRECISIONS,
+        help="the torch tiles' precisions to time (default: full, bf16, and tf32 on CUDA)",
+    )
+    parser.add_argument(
+        "--tile-size",
+        type=cmdline.positive_int,
+        help="rows per tile of the torch search (default: knn_graph's for the device)",
+    )
+    parser.add_argument(
         "--peers-max",
         type=cmdline.positive_int,
         default=200_000,
@@ -161,7 +209,19 @@ def main() -> None:
         )
     with cmdline.user_errors(parser.prog):
         cmdline.check_device(args.device)  # before any work
-        rows = run_knn(args.sizes, args.dim, args.k, args.device, args.queries, args.peers_max)
+        precisions = args.precisions or [
+            p for p in TILE_PRECISIONS if p != "tf32" or args.device.startswith("cuda")
+        ]
+        rows = run_knn(
+            args.sizes,
+            args.dim,
+            args.k,
+            args.device,
+            args.queries,
+            args.peers_max,
+            precisions,
+            args.tile_size,
+        )
         output(args, rows, knn_table(rows), "Speed", "kNN graph construction", args.device)
 
 

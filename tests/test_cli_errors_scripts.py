@@ -86,6 +86,8 @@ ARGUMENT_ERRORS = [
     ("benchmarks/knn_build.py", ["--k", "0"], "--k"),
     ("benchmarks/knn_build.py", ["--sizes", "8", "--k", "8"], "--k"),
     ("benchmarks/knn_build.py", ["--device", "gpu0"], "--device"),
+    ("benchmarks/knn_build.py", ["--precisions", "fp8"], "--precisions"),
+    ("benchmarks/knn_build.py", ["--tile-size", "0"], "--tile-size"),
     ("benchmarks/fullgraph_step.py", ["--device", "gpu0"], "--device"),
     ("benchmarks/loss_kernels.py", ["gemm", "--save", "../results"], "--save"),
     ("benchmarks/loss_kernels.py", ["gemm", "--tile", "0"], "--tile"),

@@ -24,7 +24,8 @@ def _info(_: argparse.Namespace) -> int:
     import torch
     import torch_geometric
 
-    from cl2gnn.graphs import faiss_available, faiss_has_gpu
+    from cl2gnn.graphs import faiss_has_gpu
+    from cl2gnn.graphs._faiss import faiss_problem
 
     try:
         import torch_scatter  # noqa: F401
@@ -36,7 +37,7 @@ def _info(_: argparse.Namespace) -> int:
         "torch": torch.__version__,
         "torch_geometric": torch_geometric.__version__,
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else "not available",
-        "faiss": "available" if faiss_available() else "not installed (torch kNN backend)",
+        "faiss": "available" if faiss_problem() is None else f"unusable: {faiss_problem()}",
         "faiss GPU": "yes" if faiss_has_gpu() else "no",
         "torch_scatter": scatter,
     }

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from ..._validation import check_integer
-from ...graphs import knn_graph, pair_graph
+from ...graphs import cluster_labels, knn_graph, pair_graph
 from ...losses import (
     KernelInfoNCELoss,
     MultiStageAlignmentLoss,
@@ -38,19 +37,6 @@ def cross_view_edges(source: Tensor, target: Tensor, num_nodes: int) -> Tensor:
         [torch.stack([source + num_nodes, target]), torch.stack([source, target + num_nodes])],
         dim=1,
     )
-
-
-def cluster_labels(x: Tensor, clusters: int) -> Tensor:
-    """Spherical k-means (FAISS, 20 iterations) labels of the rows of ``x``; FAISS's seed is
-    drawn from torch's global generator, so seeded runs repeat."""
-    import faiss
-
-    data = F.normalize(x.detach().float(), dim=1).cpu().numpy()
-    seed = int(torch.randint(2**31 - 1, ()))
-    kmeans = faiss.Kmeans(data.shape[1], clusters, niter=20, spherical=True, seed=seed)
-    kmeans.train(data)
-    _, labels = kmeans.index.search(data, 1)
-    return torch.from_numpy(labels[:, 0]).to(x.device)
 
 
 class ContrastiveMethod(NodeMethod):
