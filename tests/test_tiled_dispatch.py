@@ -232,6 +232,20 @@ def test_every_form_equals_the_bruteforce_reference(
     assert torch.allclose(grad, grad_ref, rtol=1e-10, atol=1e-9)
 
 
+@pytest.mark.parametrize("implementation", ["auto", "dense", "tiled"])
+def test_a_row_without_keys_adds_its_norm_term_alone(implementation):
+    # every key of row 0 excluded: its log-partition is empty, the dense form's logsumexp of
+    # nothing but -inf must not reach the energy or its gradient as NaN
+    x = torch.randn(5, 3, dtype=torch.float64)
+    exclude = torch.tensor([[0, 0, 0, 0, 1, 2, 3, 4], [1, 2, 3, 4, 0, 0, 0, 0]])
+    mask = torch.ones(5, 5, dtype=torch.long).fill_diagonal_(0)
+    mask[0] = mask[:, 0] = 0
+    op = UniformAttention(temperature=0.5, implementation=implementation, tile_size=2)
+    value, grad = energy_and_grad(lambda v: op.energy(v, exclude_index=exclude), x)
+    expected, grad_ref = energy_and_grad(lambda v: ref.uniform_energy(v, 0.5, mask=mask), x)
+    assert torch.allclose(value, expected) and torch.allclose(grad, grad_ref)
+
+
 def energy_and_grad(fn, x):
     x = x.detach().clone().requires_grad_(True)
     value = fn(x)
@@ -299,8 +313,7 @@ def test_bfloat16_products_of_exact_rows_round_the_attention_weights_alone(stop_
     # in float32, so the log-partition is float32-exact (η = (d + 2) u₃₂ max |x_i|·|x_j| / τ
     # plus the sum's (N + 2) u₃₂). The backward rounds one operand, the attention weights,
     # to bfloat16: each gradient entry within c = exp(2η + (N + 4) u₃₂)(1 + u) - 1 of its
-    # terms' magnitude. A logit or a sum rounded to bfloat16 anywhere fails the first bound;
-    # the rows rounded twice, or the weights in a coarser dtype, the second.
+    # terms' magnitude. A logit or a sum rounded to bfloat16 anywhere fails the first bound.
     n, d, tau = 300, 64, 0.5
     x = (torch.randn(n, d) / 8 * scale).bfloat16().float()
     weight = torch.rand(n)

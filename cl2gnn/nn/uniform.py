@@ -22,7 +22,7 @@ from ..distributed import (
     row_logsumexp,
 )
 from ..distributed.collectives import all_reduce_sum
-from ..distributed.partition import masked_logits, masked_logsumexp
+from ..distributed.partition import masked_logits
 from . import _dispatch, _examples
 from ._graph import edge_dot, scatter_logsumexp
 from .sampled import sampled_logits, sampled_row_logsumexp
@@ -241,10 +241,9 @@ class UniformAttention(MessagePassing):
         return self.implementation
 
     def _dense_row_logsumexp(self, x: Tensor, keys: Tensor, exclude_index: Tensor | None):
-        logits = self._dense_logits(x, keys, exclude_index)
-        if exclude_index is None:  # every row has a key (two rows or self pairs, checked):
-            return torch.logsumexp(logits, dim=1)  # no host read-back for keyless rows
-        return masked_logsumexp(logits)
+        # no host read-back: a row without keys gets -inf, and the NaN that logsumexp's
+        # backward puts on its (all masked) logits is zeroed by the mask's index_put
+        return torch.logsumexp(self._dense_logits(x, keys, exclude_index), dim=1)
 
     def forward(
         self,
