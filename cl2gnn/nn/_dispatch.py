@@ -10,13 +10,14 @@ force): ``"dense"`` (the ``N × N`` logits, one GEMM each way), ``"tiled"``
 
 The rule, :func:`exact_form`:
 
-* **CUDA.** Dense while its ``N × N`` matrices fit :data:`DENSE_MAX_BYTES` and the free
-  device memory (:func:`dense_bytes`): a small problem is launch-bound, and one dense GEMM
-  each way beats the tiles' many small ones. Beyond, Triton where it is installed and takes
-  the input (float16, bfloat16 or float32 rows, ``d <=``
+* **CUDA.** Dense while its ``N × N`` matrices (:func:`dense_bytes`) fit
+  :data:`DENSE_MAX_BYTES` and the free device memory: a small problem is launch-bound, and
+  one dense GEMM each way beats the tiles' many small ones. Beyond, Triton where it is
+  installed and takes the input (float16, bfloat16 or float32 rows, ``d <=``
   :data:`~cl2gnn.nn.tiled_triton.MAX_DIM`, no excluded pairs); the torch tiles otherwise.
-  The free memory is read with ``torch.cuda.mem_get_info`` once per call: a driver query,
-  not a stream synchronisation, so the step queues on without waiting for the device.
+  The free memory is read only where the budget alone would take dense, by
+  ``torch.cuda.mem_get_info``: a driver query, not a stream synchronisation, so the step
+  queues on without waiting for the device (:func:`fits_on_device`).
 * **CPU** (and any other device). Dense below :data:`CPU_TILED_MIN_ROWS` rows, the tiles
   from there on: the tiles do half the GEMM work (symmetric blocks) and never allocate
   ``N × N``, whose page faults cost a CPU more than the arithmetic.
@@ -61,14 +62,18 @@ def dense_bytes(rows: int, dtype: torch.dtype) -> int:
     return DENSE_LIVE_MATRICES * rows * rows * element
 
 
-def free_device_bytes(device: torch.device) -> int | None:
-    """Memory a new allocation on ``device`` can take: the driver's free memory plus what
-    torch's caching allocator holds unused; ``None`` where it cannot be read (not a CUDA
-    device, or no CUDA here: a CPU asking what a GPU would get)."""
+def fits_on_device(size: int, device: torch.device) -> bool:
+    """Whether ``size`` bytes can be allocated on ``device`` now: the driver's free memory
+    (``torch.cuda.mem_get_info``, a driver query without a stream synchronisation) and, only
+    where that is short, the blocks torch's caching allocator holds unused. ``True`` where
+    nothing can be read (not a CUDA device, or no CUDA here: a CPU asking what a GPU gets)."""
     if device.type != "cuda" or not torch.cuda.is_available():
-        return None
+        return True
     free, _ = torch.cuda.mem_get_info(device)
-    return free + torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    if size <= free:
+        return True
+    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    return size <= free + cached
 
 
 def check_matmul_dtype(
@@ -115,18 +120,17 @@ def exact_form(
             (:func:`~cl2gnn.nn.tiled.tiled_row_logsumexp`).
         forms (tuple, optional): the forms the caller has (ContrastiveNorm's attention has
             no Triton kernel).
-        free_bytes (int, optional): memory a CUDA allocation can take; ``None``: read from
-            the device where there is one, else the budget alone.
+        free_bytes (int, optional): memory a CUDA allocation can take; ``None``: ask the
+            device (:func:`fits_on_device`), only when the budget alone would take dense.
     """
     device = torch.device(device)
     if matmul_dtype is not None and dtype == torch.float32 and "tiled" in forms:
         return "tiled"
     if device.type == "cuda":
-        budget = DENSE_MAX_BYTES
-        free = free_device_bytes(device) if free_bytes is None else free_bytes
-        if free is not None:
-            budget = min(budget, free)
-        if dense_bytes(rows, dtype) <= budget:
+        need = dense_bytes(rows, dtype)
+        if need <= DENSE_MAX_BYTES and (
+            fits_on_device(need, device) if free_bytes is None else need <= free_bytes
+        ):
             return "dense"
         triton = "triton" in forms and exclude_index is None
         form = "triton" if triton and tiled_triton.supports(device, dtype, dim) else "tiled"
