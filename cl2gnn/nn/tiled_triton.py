@@ -18,8 +18,10 @@ What keeps the tensor cores fed (the exponentials run on a far slower unit than 
   ``w_i P_ij + w_j P_ji = E_ij (a_i + a_j)`` with ``a = w e^{-lse}``. The bound is decided
   on the device (a flag the kernels read), so the step has no host read-back;
 * block sizes, warps and pipeline stages autotuned per (power-of-two bucket of ``N``,
-  ``d``, dtype) among :data:`FORWARD_CONFIGS` and :data:`BACKWARD_CONFIGS` (one
-  configuration under the interpreter, where timing means nothing).
+  ``d``, dtype; and stop-gradient in the backward) among :data:`FORWARD_CONFIGS` and
+  :data:`BACKWARD_CONFIGS` on a process's first call of each (several runs of every
+  configuration: that call takes many times a tuned one, so benchmarks warm up), one
+  configuration under the interpreter, where timing means nothing.
 
 Complete graph only (self pairs optional, no ``exclude_index``), ``d <= 256``, float16,
 bfloat16 or float32. Runs on CPU tensors under ``TRITON_INTERPRET=1`` (how it is tested).
@@ -198,7 +200,7 @@ if triton is not None:
 
     @triton.autotune(
         configs=_configs(BACKWARD_CONFIGS),
-        key=["n_bucket", "d"],
+        key=["n_bucket", "d", "STOP_GRADIENT"],
         prune_configs_by={"early_config_prune": _fitting},
     )
     @triton.jit
