@@ -23,8 +23,8 @@ the ``Q x_J`` ones) are taken in bfloat16 with float32 accumulation and results:
 bf16 GEMM (``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``, held for the tiles'
 loops only), several times faster than float32 on a CPU with AMX or AVX-512 BF16. The
 rows are rounded to bfloat16 (unit roundoff ``2⁻⁸``) inside each product, nothing else:
-sums, exponentials and logarithms stay float32. oneDNN leaves products too small to
-gain (a dimension of 16 or less) and CPUs without bf16 instructions in float32.
+sums, exponentials and logarithms stay float32. oneDNN keeps some small products (an
+inner dimension of 16, for one) and CPUs without bf16 instructions in float32.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ MATMUL_DTYPES = ("bfloat16",)
 MatmulDtype = Annotated[str | None, optional(one_of(*MATMUL_DTYPES))]
 
 
-def check_matmul_device(x: Tensor, matmul_dtype: str | None) -> None:
+def _check_matmul_device(x: Tensor, matmul_dtype: str | None) -> None:
     """The bfloat16 products are oneDNN's: float32 rows on the CPU (other dtypes keep
     theirs)."""
     if matmul_dtype is not None and x.dtype == torch.float32 and x.device.type != "cpu":
@@ -286,7 +286,7 @@ def tiled_row_logsumexp(
     float32 rows multiplied in bfloat16 with float32 accumulation (CPU tensors; see the
     module's docstring); ``None``: in the rows' dtype."""
     optional(one_of(*MATMUL_DTYPES))(matmul_dtype, "matmul_dtype")
-    check_matmul_device(x, matmul_dtype)
+    _check_matmul_device(x, matmul_dtype)
     return _TiledRowLogSumExp.apply(
         x,
         float(temperature),
