@@ -63,13 +63,15 @@ TITLES = {
 }
 
 
-def auto_choice(n: int, dim: int, device: str, dtype: str = "float32") -> str:
+def auto_choice(
+    n: int, dim: int, device: str, computation: str = "log-partition", dtype: str = "float32"
+) -> str:
     """The form ``implementation="auto"`` takes for ``n`` rows (the library's rule)."""
     import torch
 
     from cl2gnn.nn._dispatch import exact_form
 
-    return exact_form(n, dim, torch.device(device), getattr(torch, dtype))
+    return exact_form(n, dim, torch.device(device), getattr(torch, dtype), computation=computation)
 
 
 def infonce_worker(impl: str, n: int, repeats: int) -> dict:
@@ -206,7 +208,9 @@ def run_scale(sizes, dim: int, dtype: str, impls, tile: int, device: str) -> lis
                     if device.type == "cuda"
                     else "cpu",
                     "dtype": str(dtype),
-                    "auto": auto_choice(n, dim, str(device), str(dtype).removeprefix("torch.")),
+                    "auto": auto_choice(
+                        n, dim, str(device), dtype=str(dtype).removeprefix("torch.")
+                    ),
                 }
             )
             print(rows[-1], file=sys.stderr, flush=True)
@@ -220,12 +224,24 @@ def scale_cells(row: dict) -> list[str]:
     return [row["impl"], str(row["n"]), row["dtype"], *timing, *rate, row["auto"]]
 
 
-def run_crossover(sizes, dim: int, forms, repeats: int, budget_gb: float, device: str) -> list:
-    """Best wall time of the uniformity energy's forward + backward per (N, form)."""
+def crossover_step(computation: str, implementation: str, matmul_dtype: str | None, dim: int):
+    """One forward + backward of ``computation`` on rows ``x`` in the given form."""
+    from cl2gnn.nn import ContrastiveNorm, UniformAttention
+
+    if computation == "attention":  # ContrastiveNorm's softmax attention, the step alone
+        norm = ContrastiveNorm(dim, implementation=implementation, norm=None)
+        return lambda x: norm(x).square().sum().backward()
+    op = UniformAttention(temperature=TAU, implementation=implementation, matmul_dtype=matmul_dtype)
+    return lambda x: op.energy(x).backward()
+
+
+def run_crossover(
+    sizes, dim: int, forms, repeats: int, budget_gb: float, device: str, computation: str
+) -> list:
+    """Best wall time of the computation's forward + backward per (N, form)."""
     import torch
     import torch.nn.functional as F
 
-    from cl2gnn.nn import UniformAttention
     from cl2gnn.nn._dispatch import dense_bytes
 
     device = torch.device(device)
@@ -238,15 +254,12 @@ def run_crossover(sizes, dim: int, forms, repeats: int, budget_gb: float, device
             if name == "dense" and dense_bytes(n, torch.float32) > budget_gb * 2**30:
                 rows.append({"n": n, "form": name, "skipped": "O(N²) does not fit"})
                 continue
-            implementation, matmul_dtype = FORMS[name]
-            op = UniformAttention(
-                temperature=TAU, implementation=implementation, matmul_dtype=matmul_dtype
-            )
+            step = crossover_step(computation, *FORMS[name], dim)
             times = []
             for _ in range(repeats + 1):  # the first run pays one-off costs (and tuning)
                 sync(device)
                 start = time.perf_counter()
-                op.energy(x).backward()
+                step(x)
                 sync(device)
                 times.append(time.perf_counter() - start)
             x.grad = None
@@ -256,7 +269,7 @@ def run_crossover(sizes, dim: int, forms, repeats: int, budget_gb: float, device
     return rows
 
 
-def crossover_table(rows: list[dict], forms, dim: int, device: str) -> Table:
+def crossover_table(rows: list[dict], forms, dim: int, device: str, computation: str) -> Table:
     columns = ["N", *(f"{name} ms" for name in forms), "fastest", "auto"]
     lines = []
     for n in sorted({r["n"] for r in rows}):
@@ -264,7 +277,7 @@ def crossover_table(rows: list[dict], forms, dim: int, device: str) -> Table:
         timed = {name: by[name]["ms"] for name in forms if "ms" in by[name]}
         cells = [f"{timed[name]:.1f}" if name in timed else "—" for name in forms]
         fastest = min(timed, key=timed.get) if timed else "—"
-        lines.append([str(n), *cells, fastest, auto_choice(n, dim, device)])
+        lines.append([str(n), *cells, fastest, auto_choice(n, dim, device, computation)])
     return columns, lines
 
 
@@ -298,6 +311,7 @@ def main() -> None:
     )
     p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
     p.add_argument("--forms", nargs="+", choices=list(FORMS), default=["dense", "tiled"])
+    p.add_argument("--computation", choices=["log-partition", "attention"], default="log-partition")
     p.add_argument("--repeats", type=cmdline.non_negative_int, default=3, help="after a warm-up")
     p.add_argument("--budget-gb", type=cmdline.positive_float, default=4.0)
     p.add_argument("--device", type=cmdline.device, default="cpu")
@@ -313,6 +327,9 @@ def main() -> None:
             parser.error(f"argument --{chosen}: triton needs --device cuda (or TRITON_INTERPRET=1)")
     if args.bench == "crossover" and "tiled-bf16" in args.forms and args.device != "cpu":
         parser.error("argument --forms: tiled-bf16 (oneDNN's bf16 GEMM) needs --device cpu")
+    if args.bench == "crossover" and args.computation == "attention":
+        if {"tiled-bf16", "triton"} & set(args.forms):
+            parser.error("argument --forms: the attention has the forms dense and tiled")
     with cmdline.user_errors(parser.prog):
         import torch
 
@@ -324,9 +341,15 @@ def main() -> None:
         cmdline.check_device(args.device)  # before any work
         if args.bench == "crossover":
             rows = run_crossover(
-                args.sizes, args.dim, args.forms, args.repeats, args.budget_gb, args.device
+                args.sizes,
+                args.dim,
+                args.forms,
+                args.repeats,
+                args.budget_gb,
+                args.device,
+                args.computation,
             )
-            table = crossover_table(rows, args.forms, args.dim, args.device)
+            table = crossover_table(rows, args.forms, args.dim, args.device, args.computation)
             output(args, rows, table, "Speed", TITLES["crossover"], args.device)
             return
         rows = run_scale(args.sizes, args.dim, args.dtype, args.impls, args.tile, args.device)

@@ -158,7 +158,7 @@ def spy_tiled_log_partition(monkeypatch, tiles):
         return real(*bound.args, **bound.kwargs)
 
     monkeypatch.setattr(uniform_module, "tiled_row_logsumexp", tiled_row_logsumexp)
-    monkeypatch.setattr(_dispatch, "CPU_TILED_MIN_ROWS", 1)
+    monkeypatch.setitem(_dispatch.CPU_TILED_MIN_ROWS, "log-partition", 1)
 
 
 @pytest.mark.parametrize(("make", "path"), LOSSES)
@@ -169,7 +169,7 @@ def test_row_tiled_losses_equal_untiled(make, path, monkeypatch):
         untiled_tiles = []
         spy(patch, untiled_tiles)
         patch.setattr(_tiling, "TILE", 1024)
-        patch.setattr(_dispatch, "CPU_TILED_MIN_ROWS", 2048)
+        patch.setitem(_dispatch.CPU_TILED_MIN_ROWS, "log-partition", 1024)
         whole = value_and_grad(lambda a: make()(a, z2), z1)
     tiled_tiles = []
     spy(monkeypatch, tiled_tiles)

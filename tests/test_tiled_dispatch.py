@@ -74,7 +74,7 @@ def test_cuda_beyond_the_budget_takes_the_tiles_where_triton_cannot(triton_insta
     assert form(big, exclude_index=pairs) == "tiled"
     one_way = torch.tensor([[0], [1]])  # not symmetric: the dense form alone takes it
     assert form(big, exclude_index=one_way) == "dense"
-    assert form(big, forms=("dense", "tiled")) == "tiled"  # a caller without a Triton kernel
+    assert form(big, computation="attention") == "tiled"  # no Triton kernel for it
 
 
 def test_cuda_without_triton_takes_the_tiles(monkeypatch):
@@ -83,13 +83,15 @@ def test_cuda_without_triton_takes_the_tiles(monkeypatch):
     assert form(GRACE_CORA_VIEWS) == "dense"
 
 
-def test_cpu_keeps_dense_below_the_tiles_threshold_and_never_triton(triton_installed):
-    threshold = _dispatch.CPU_TILED_MIN_ROWS
-    assert form(threshold - 1, CPU) == "dense"
-    assert form(threshold, CPU) == "tiled"
-    assert form(ARXIV_VIEWS, CPU, torch.bfloat16) == "tiled"
-    assert form(threshold, CPU, exclude_index=torch.tensor([[0], [1]])) == "dense"
-    assert form(threshold, "cpu") == "tiled"  # a device's name will do
+@pytest.mark.parametrize("computation", _dispatch.COMPUTATIONS)
+def test_cpu_keeps_dense_below_the_tiles_threshold_and_never_triton(computation, triton_installed):
+    threshold = _dispatch.CPU_TILED_MIN_ROWS[computation]
+    assert form(threshold - 1, CPU, computation=computation) == "dense"
+    assert form(threshold, CPU, computation=computation) == "tiled"
+    assert form(ARXIV_VIEWS, CPU, torch.bfloat16, computation=computation) == "tiled"
+    one_way = torch.tensor([[0], [1]])
+    assert form(threshold, CPU, exclude_index=one_way, computation=computation) == "dense"
+    assert form(threshold, "cpu", computation=computation) == "tiled"  # a name will do
 
 
 def test_bfloat16_products_ask_for_the_tiles_of_float32_rows():
@@ -103,17 +105,18 @@ def test_bfloat16_products_ask_for_the_tiles_of_float32_rows():
     dim=st.integers(1, 600),
     device=st.sampled_from([CUDA, CPU]),
     dtype=st.sampled_from([torch.float16, torch.bfloat16, F32, torch.float64]),
-    forms=st.sampled_from([_dispatch.FORMS, ("dense", "tiled")]),
+    computation=st.sampled_from(list(_dispatch.COMPUTATIONS)),
 )
-def test_the_rule_answers_a_form_the_caller_has_and_grows_out_of_dense(
-    rows, dim, device, dtype, forms
+def test_the_rule_answers_a_form_the_computation_has_and_grows_out_of_dense(
+    rows, dim, device, dtype, computation
 ):
-    answer = _dispatch.exact_form(rows, dim, device, dtype, forms=forms, free_bytes=2**40)
-    assert answer in forms
+    args = (dim, device, dtype)
+    answer = _dispatch.exact_form(rows, *args, computation=computation, free_bytes=2**40)
+    assert answer in _dispatch.COMPUTATIONS[computation]
     if answer == "triton":
         assert tiled_triton.supports(device, dtype, dim)
     if answer != "dense":  # more rows never go back to dense
-        assert _dispatch.exact_form(2 * rows, dim, device, dtype, forms=forms) != "dense"
+        assert _dispatch.exact_form(2 * rows, *args, computation=computation) != "dense"
 
 
 # every "auto" goes through the rule, to the form it names
@@ -189,7 +192,7 @@ def test_contrastive_norm_auto_runs_the_form_the_rule_names(answer, monkeypatch)
     real = contrastive_norm_module.tiled_attention
 
     def rule(rows, dim, device, dtype, **kwargs):
-        asked.append(kwargs["forms"])
+        asked.append(kwargs["computation"])
         return answer
 
     def tiled(*args):
@@ -202,7 +205,7 @@ def test_contrastive_norm_auto_runs_the_form_the_rule_names(answer, monkeypatch)
     out = ContrastiveNorm(3, 0.3, 0.5, normalize=False, norm=None).double()(x)
     attention = torch.softmax(x @ x.T / 0.5, dim=1)
     assert torch.allclose(out, x + 0.6 * (x - attention @ x))
-    assert asked == [("dense", "tiled")] and ran == (["tiled"] if answer == "tiled" else [])
+    assert asked == ["attention"] and ran == (["tiled"] if answer == "tiled" else [])
 
 
 # every form equals the float64 brute force

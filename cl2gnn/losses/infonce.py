@@ -94,7 +94,7 @@ class InfoNCELoss(GraphLoss):
             memory), ``"tiled"`` (exact, ``O(N d)`` memory), ``"triton"`` (the same, fused
             CUDA kernels; positives in the denominator only) or ``"auto"``, the fastest
             exact one for the device and size (on CUDA dense while it fits in memory, then
-            Triton; on the CPU tiled from 2,048 rows on; see
+            Triton; on the CPU tiled from a measured size on; see
             :func:`~cl2gnn.nn._dispatch.exact_form`) (default: ``"auto"``).
         num_keys (int, optional): the uniformity term over this many rows drawn afresh
             at each call instead of all :math:`N` (the sampled affinity graph of

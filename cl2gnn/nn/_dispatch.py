@@ -19,22 +19,25 @@ The rule, :func:`exact_form`:
   ``torch.cuda.mem_get_info``: a driver query, not a stream synchronisation, so the step
   queues on without waiting for the device (:func:`fits_on_device`).
 * **CPU** (and any other device). Dense below :data:`CPU_TILED_MIN_ROWS` rows, the tiles
-  from there on: the tiles do half the GEMM work (symmetric blocks) and never allocate
-  ``N × N``, whose page faults cost a CPU more than the arithmetic.
+  from there on: the log-partition's tiles do half the GEMM work (symmetric blocks) in
+  fewer passes over the logits, and no tiles allocate ``N × N``.
 * Tiles and Triton take no set of excluded pairs that is not symmetric: such a call is
   dense. Triton takes none at all: a call with excluded pairs goes to the tiles.
 * ``matmul_dtype="bfloat16"`` on float32 rows asks for the tiles' bfloat16 products, which
   only the tiles offer: the tiles.
 
-Cross-overs. Measured (NVIDIA H200, torch 2.11 cu130, 2026-11-27, the figures of issue
-53): GRACE on Cora (5,416 views, ``d = 128``) takes 10.06 ms an epoch dense against 23.97 ms
-on the tiles, so dense wins at that size; Triton beats the tiles 4× at 65,536 to 1,048,576
-views (bfloat16, forward + backward). Not measured: the GPU cross-over between dense and
+Cross-overs. Measured on a GPU (NVIDIA H200, torch 2.11 cu130, 2026-11-27, the figures
+of issue 53): GRACE on Cora (5,416 views, ``d = 128``) takes 10.06 ms an epoch dense against
+23.97 ms on the tiles, so dense wins at that size; Triton beats the tiles 4× from 65,536 to
+1,048,576 views (bfloat16, forward + backward). Measured on a CPU (2 cores with AMX, shared
+with other work, 2026-11-27, ``benchmarks/infonce_scale.py crossover``, float32 unit rows,
+``d`` = 128 and 32, two runs): the log-partition's tiles tie with dense at 256 rows and win
+from 512 on, hence its threshold of 512; the attention's tiles
+(:func:`~cl2gnn.nn.tiled_attention.tiled_attention`, no symmetric halving) win from 2,048 on,
+and below that the runs were too noisy to place its cross-over, so it keeps 2,048 (``crossover
+--computation attention`` measures it). Not measured: the GPU cross-over between dense and
 Triton (the rule puts it where dense stops fitting its budget, 7,327 float32 rows), Triton
-below 65,536 views, and any device but CUDA and the CPU. On the CPU the tiles beat dense
-from 2,048 views on (1.7× at 2,048, 4× at 4,096: ``benchmarks/infonce_scale.py infonce``,
-2026-11-21); ``benchmarks/infonce_scale.py crossover`` times both below that on the
-machine it runs on.
+below 65,536 views, and any device but CUDA and the CPU.
 """
 
 from __future__ import annotations
@@ -46,12 +49,15 @@ from torch_geometric.utils import is_undirected
 from . import tiled_triton
 
 FORMS = ("dense", "tiled", "triton")
+# the exact forms of each computation: ContrastiveNorm's softmax attention has no Triton kernel
+COMPUTATIONS = {"log-partition": FORMS, "attention": ("dense", "tiled")}
 DENSE_MAX_BYTES = 2**30  # dense on CUDA while its N × N matrices fit in this
 # N × N matrices alive at the dense form's peak (forward + backward), measured by peak RSS
 # on the CPU at N = 8,192: 4.06 for the log-partition (the saved logits and logsumexp's
 # backward temporaries), 4.35 for ContrastiveNorm's attention; rounded up
 DENSE_LIVE_MATRICES = 5
-CPU_TILED_MIN_ROWS = 2048  # the CPU's tiles from this many rows on
+# the CPU's tiles from this many rows on, per computation (measured: the module's docstring)
+CPU_TILED_MIN_ROWS = {"log-partition": 512, "attention": 2048}
 
 
 def dense_bytes(rows: int, dtype: torch.dtype) -> int:
@@ -103,7 +109,7 @@ def exact_form(
     *,
     exclude_index: Tensor | None = None,
     matmul_dtype: str | None = None,
-    forms: tuple[str, ...] = FORMS,
+    computation: str = "log-partition",
     free_bytes: int | None = None,
 ) -> str:
     """The fastest exact form, ``"dense"``, ``"tiled"`` or ``"triton"``, for ``rows`` rows of
@@ -118,13 +124,14 @@ def exact_form(
         exclude_index (torch.Tensor, optional): pairs removed from the complete graph.
         matmul_dtype (str, optional): the tiles' product dtype requested
             (:func:`~cl2gnn.nn.tiled.tiled_row_logsumexp`).
-        forms (tuple, optional): the forms the caller has (ContrastiveNorm's attention has
-            no Triton kernel).
+        computation (str, optional): ``"log-partition"`` (:class:`UniformAttention`'s
+            energy) or ``"attention"`` (:class:`ContrastiveNorm`'s, no Triton kernel).
         free_bytes (int, optional): memory a CUDA allocation can take; ``None``: ask the
             device (:func:`fits_on_device`), only when the budget alone would take dense.
     """
     device = torch.device(device)
-    if matmul_dtype is not None and dtype == torch.float32 and "tiled" in forms:
+    forms = COMPUTATIONS[computation]
+    if matmul_dtype is not None and dtype == torch.float32:
         return "tiled"
     if device.type == "cuda":
         need = dense_bytes(rows, dtype)
@@ -135,7 +142,7 @@ def exact_form(
         triton = "triton" in forms and exclude_index is None
         form = "triton" if triton and tiled_triton.supports(device, dtype, dim) else "tiled"
     else:
-        form = "tiled" if rows >= CPU_TILED_MIN_ROWS else "dense"
+        form = "tiled" if rows >= CPU_TILED_MIN_ROWS[computation] else "dense"
     if form == "tiled" and exclude_index is not None:
         if not is_undirected(exclude_index, num_nodes=rows):
             return "dense"  # the tiles keep one triangle of blocks: the excluded pairs must be too

@@ -19,8 +19,6 @@ from .sampled import sampled_logits
 from .tiled_attention import tiled_attention
 from .uniform import UniformAttention
 
-FORMS = ("dense", "tiled")  # of the attention: no Triton kernel
-
 NORMS = ("layer", None)
 
 
@@ -73,7 +71,7 @@ class ContrastiveNorm(MessagePassing):
             ``"dense"`` (``N × N`` memory), ``"tiled"`` (exact, ``O(N d + tile²)`` memory,
             :func:`~cl2gnn.nn.tiled_attention.tiled_attention`) or ``"auto"``, the faster
             of the two for the device and size (:func:`~cl2gnn.nn._dispatch.exact_form`:
-            on CUDA dense while it fits in memory, on the CPU tiled from 2,048 rows on)
+            on CUDA dense while it fits in memory, on the CPU tiled from a measured size on)
             (default: ``"auto"``).
         tile_size (int, optional): block size of the tiled attention (default: ``1024``).
         **kwargs (optional): additional arguments of
@@ -96,7 +94,9 @@ class ContrastiveNorm(MessagePassing):
         self_loops: bool = True,
         learnable_step: bool = False,
         norm: str | None = "layer",
-        implementation: Annotated[str, one_of("auto", *FORMS)] = "auto",
+        implementation: Annotated[
+            str, one_of("auto", *_dispatch.COMPUTATIONS["attention"])
+        ] = "auto",
         tile_size: TileSize = 1024,
         **kwargs,
     ) -> None:
@@ -203,7 +203,12 @@ class ContrastiveNorm(MessagePassing):
         """``implementation``, or under ``"auto"`` the library's rule."""
         if self.implementation == "auto":
             return _dispatch.exact_form(
-                u.size(0), u.size(1), u.device, u.dtype, exclude_index=exclude_index, forms=FORMS
+                u.size(0),
+                u.size(1),
+                u.device,
+                u.dtype,
+                exclude_index=exclude_index,
+                computation="attention",
             )
         if self.implementation == "tiled" and exclude_index is not None:
             if not is_undirected(exclude_index, num_nodes=u.size(0)):

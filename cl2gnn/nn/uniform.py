@@ -84,7 +84,7 @@ class UniformAttention(MessagePassing):
             kernels of :mod:`~cl2gnn.nn.tiled_triton`, ``O(N d)`` memory, no
             ``exclude_index``) or ``"auto"``: the fastest of them for the call's device,
             size and dtype (:func:`~cl2gnn.nn._dispatch.exact_form`: on CUDA dense while
-            it fits in memory, then Triton; on the CPU tiled from 2,048 rows on)
+            it fits in memory, then Triton; on the CPU tiled from a measured size on)
             (default: ``"auto"``).
         tile_size (int, optional): block size of the tiled energy and of the ring
             (default: ``1024``).
