@@ -2,6 +2,7 @@
 
     python benchmarks/infonce_scale.py infonce --sizes 2048 4096 8192 16384 32768 65536
     python benchmarks/infonce_scale.py scale --sizes 65536 262144 1048576 --dtype bfloat16
+    python benchmarks/infonce_scale.py crossover --sizes 256 512 1024 2048 4096 --device cpu
 
 ``infonce``: InfoNCE (two views of ``N/2`` samples, ``d = 128``) forward + backward for the
 dense form, a GRACE-style chunked form (chunked forward, but autograd keeps every chunk's
@@ -10,8 +11,13 @@ fresh process, so that its peak RSS is its own; the dense/chunked runs are skipp
 their ``O(N²)`` temporaries would not fit. ``scale`` (for a GPU): the log-partition's forward
 + backward at large N for the torch tiled and the Triton implementations, peak device memory,
 and the multiply-add rate against the same device's square-GEMM rate in the same dtype (the
-roofline). Each prints a Markdown table (``--json``: the rows; ``--save NAME``: the results
-page's table). torch loads once the options have passed their checks.
+roofline). ``crossover``: where the exact forms cross, on the device it runs on: the
+uniformity energy's forward + backward over ``N`` float32 unit rows for each form (dense,
+torch tiles, the tiles' bfloat16 products, Triton), best of ``--repeats``; the rule of
+``implementation="auto"`` (``cl2gnn.nn._dispatch``) should name the fastest. Every table
+shows auto's choice beside the forms' times. Each prints a Markdown table (``--json``: the
+rows; ``--save NAME``: the results page's table). torch loads once the options have passed
+their checks.
 """
 
 from __future__ import annotations
@@ -43,10 +49,29 @@ if TYPE_CHECKING:
     import torch
 
 IMPLS = ("tiled", "triton")  # the log-partition's implementations that ``scale`` compares
+# the forms that ``crossover`` times: (implementation, matmul_dtype) of UniformAttention
+FORMS = {
+    "dense": ("dense", None),
+    "tiled": ("tiled", None),
+    "tiled-bf16": ("tiled", "bfloat16"),
+    "triton": ("triton", None),
+}
 TITLES = {
     "infonce": "Exact InfoNCE at scale: dense vs GRACE-chunked vs tiled (forward + backward)",
     "scale": "Exact log-partition at scale on one GPU: Triton against torch tiled",
+    "crossover": "Exact forms of the log-partition against N, and auto's choice",
 }
+
+
+def auto_choice(
+    n: int, dim: int, device: str, computation: str = "log-partition", dtype: str = "float32"
+) -> str:
+    """The form ``implementation="auto"`` takes for ``n`` rows (the library's rule)."""
+    import torch
+
+    from cl2gnn.nn._dispatch import exact_form
+
+    return exact_form(n, dim, torch.device(device), getattr(torch, dtype), computation=computation)
 
 
 def infonce_worker(impl: str, n: int, repeats: int) -> dict:
@@ -108,7 +133,7 @@ def run_infonce(sizes, repeats: int, budget_gb: float) -> list[dict]:
 
 def infonce_table(rows: list[dict]) -> Table:
     columns = ["N views", "dense s", "dense peak RSS MB", "GRACE-chunked s", "chunked peak MB"]
-    columns += ["tiled s", "tiled peak MB", "tiled / dense time"]
+    columns += ["tiled s", "tiled peak MB", "tiled / dense time", "auto"]
     lines = []
     for n in sorted({r["n"] for r in rows}):
         by = {r["impl"]: r for r in rows if r["n"] == n}
@@ -123,7 +148,7 @@ def infonce_table(rows: list[dict]) -> Table:
             if "skipped" not in by["dense"]
             else "—"
         )
-        lines.append([str(n), *cells, ratio])
+        lines.append([str(n), *cells, ratio, auto_choice(n, DIM, "cpu")])
     return columns, lines
 
 
@@ -183,6 +208,9 @@ def run_scale(sizes, dim: int, dtype: str, impls, tile: int, device: str) -> lis
                     if device.type == "cuda"
                     else "cpu",
                     "dtype": str(dtype),
+                    "auto": auto_choice(
+                        n, dim, str(device), dtype=str(dtype).removeprefix("torch.")
+                    ),
                 }
             )
             print(rows[-1], file=sys.stderr, flush=True)
@@ -193,7 +221,64 @@ def run_scale(sizes, dim: int, dtype: str, impls, tile: int, device: str) -> lis
 def scale_cells(row: dict) -> list[str]:
     rate = [f"{row['tmacs_per_s']:.1f}", f"{row['roofline_fraction']:.0%}"]
     timing = [f"{row['seconds']:.2f}", f"{row['peak_mb']:.0f}"]
-    return [row["impl"], str(row["n"]), row["dtype"], *timing, *rate]
+    return [row["impl"], str(row["n"]), row["dtype"], *timing, *rate, row["auto"]]
+
+
+def crossover_step(computation: str, implementation: str, matmul_dtype: str | None, dim: int):
+    """One forward + backward of ``computation`` on rows ``x`` in the given form."""
+    from cl2gnn.nn import ContrastiveNorm, UniformAttention
+
+    if computation == "attention":  # ContrastiveNorm's softmax attention, the step alone
+        norm = ContrastiveNorm(dim, implementation=implementation, norm=None)
+        return lambda x: norm(x).square().sum().backward()
+    op = UniformAttention(temperature=TAU, implementation=implementation, matmul_dtype=matmul_dtype)
+    return lambda x: op.energy(x).backward()
+
+
+def run_crossover(
+    sizes, dim: int, forms, repeats: int, budget_gb: float, device: str, computation: str
+) -> list:
+    """Best wall time of the computation's forward + backward per (N, form)."""
+    import torch
+    import torch.nn.functional as F
+
+    from cl2gnn.nn._dispatch import dense_bytes
+
+    device = torch.device(device)
+    generator = torch.Generator().manual_seed(0)
+    rows = []
+    for n in sizes:
+        x = F.normalize(torch.randn(n, dim, generator=generator), dim=1).to(device)
+        x.requires_grad_(True)
+        for name in forms:
+            if name == "dense" and dense_bytes(n, torch.float32) > budget_gb * 2**30:
+                rows.append({"n": n, "form": name, "skipped": "O(N²) does not fit"})
+                continue
+            step = crossover_step(computation, *FORMS[name], dim)
+            times = []
+            for _ in range(repeats + 1):  # the first run pays one-off costs (and tuning)
+                sync(device)
+                start = time.perf_counter()
+                step(x)
+                sync(device)
+                times.append(time.perf_counter() - start)
+            x.grad = None
+            best = min(times[1:]) if repeats else times[0]
+            rows.append({"n": n, "form": name, "ms": 1000 * best, "device": str(device)})
+            print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+def crossover_table(rows: list[dict], forms, dim: int, device: str, computation: str) -> Table:
+    columns = ["N", *(f"{name} ms" for name in forms), "fastest", "auto"]
+    lines = []
+    for n in sorted({r["n"] for r in rows}):
+        by = {r["form"]: r for r in rows if r["n"] == n}
+        timed = {name: by[name]["ms"] for name in forms if "ms" in by[name]}
+        cells = [f"{timed[name]:.1f}" if name in timed else "—" for name in forms]
+        fastest = min(timed, key=timed.get) if timed else "—"
+        lines.append([str(n), *cells, fastest, auto_choice(n, dim, device, computation)])
+    return columns, lines
 
 
 def main() -> None:
@@ -220,15 +305,31 @@ def main() -> None:
     p.add_argument("--impls", nargs="+", choices=IMPLS, default=list(IMPLS))
     p.add_argument("--tile", type=cmdline.positive_int, default=8192)
     p.add_argument("--device", type=cmdline.device, default="cuda")
+    p = sub.add_parser("crossover")
+    p.add_argument(
+        "--sizes", type=cmdline.int_range(2), nargs="+", default=[256, 512, 1024, 2048, 4096]
+    )
+    p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
+    p.add_argument("--forms", nargs="+", choices=list(FORMS), default=["dense", "tiled"])
+    p.add_argument("--computation", choices=["log-partition", "attention"], default="log-partition")
+    p.add_argument("--repeats", type=cmdline.non_negative_int, default=3, help="after a warm-up")
+    p.add_argument("--budget-gb", type=cmdline.positive_float, default=4.0)
+    p.add_argument("--device", type=cmdline.device, default="cpu")
     for p in sub.choices.values():
         output_arguments(p)
     args = parser.parse_args()
     parser = sub.choices[args.bench]
-    if args.bench == "scale" and "triton" in args.impls:
+    chosen = {"scale": "impls", "crossover": "forms"}.get(args.bench)
+    if chosen and "triton" in getattr(args, chosen):
         if importlib.util.find_spec("triton") is None:
-            parser.error("argument --impls: triton is not installed; use --impls tiled")
+            parser.error(f"argument --{chosen}: triton is not installed")
         if not args.device.startswith("cuda") and os.environ.get("TRITON_INTERPRET") != "1":
-            parser.error("argument --impls: triton needs --device cuda (or TRITON_INTERPRET=1)")
+            parser.error(f"argument --{chosen}: triton needs --device cuda (or TRITON_INTERPRET=1)")
+    if args.bench == "crossover" and "tiled-bf16" in args.forms and args.device != "cpu":
+        parser.error("argument --forms: tiled-bf16 (oneDNN's bf16 GEMM) needs --device cpu")
+    if args.bench == "crossover" and args.computation == "attention":
+        if {"tiled-bf16", "triton"} & set(args.forms):
+            parser.error("argument --forms: the attention has the forms dense and tiled")
     with cmdline.user_errors(parser.prog):
         import torch
 
@@ -238,9 +339,22 @@ def main() -> None:
             output(args, rows, infonce_table(rows), "Speed", TITLES["infonce"])
             return
         cmdline.check_device(args.device)  # before any work
+        if args.bench == "crossover":
+            rows = run_crossover(
+                args.sizes,
+                args.dim,
+                args.forms,
+                args.repeats,
+                args.budget_gb,
+                args.device,
+                args.computation,
+            )
+            table = crossover_table(rows, args.forms, args.dim, args.device, args.computation)
+            output(args, rows, table, "Speed", TITLES["crossover"], args.device)
+            return
         rows = run_scale(args.sizes, args.dim, args.dtype, args.impls, args.tile, args.device)
         columns = ["implementation", "N", "dtype", "s (forward + backward)", "peak MB"]
-        columns += ["T multiply-adds/s", "of the GEMM roofline"]
+        columns += ["T multiply-adds/s", "of the GEMM roofline", "auto"]
         table = columns, [scale_cells(r) for r in rows]
         output(args, rows, table, "Speed", TITLES["scale"], args.device)
 

@@ -5,7 +5,8 @@
     python benchmarks/loss_kernels.py keys --n 5416 --dim 128 --tau 0.4 --keys 64 256 1024
     python benchmarks/loss_kernels.py spectral --n 5416 --dim 128
 
-``gemm``: the tiled loss's inner product (a ``tile × d`` by ``d × n`` product) in float32 and
+``gemm``: the tiled loss's inner product (a ``tile × d`` by ``d × n`` product) in float32,
+float32 with the tiles' opt-in bfloat16 products (``matmul_dtype``) and
 bfloat16. ``saved``: the tiled log-partition's forward + backward with its ``exp`` blocks kept
 for the backward against recomputed, alternating in rounds (best and median). ``keys``:
 InfoNCE forward + backward over ``n`` views with ``num_keys`` sampled uniformity keys against
@@ -36,20 +37,29 @@ if TYPE_CHECKING:
 
 
 def run_gemm(n: int, d: int, tile: int, repeats: int = 20) -> list[dict]:
-    """The tiled loss's inner product ``tile × d @ d × n`` in fp32 and bf16."""
+    """The tiled loss's inner product ``tile × d @ d × n`` in fp32, in bf16, and on fp32 rows
+    with the tiles' opt-in bf16 products (``matmul_dtype="bfloat16"``: oneDNN's, fp32 out)."""
     import torch
 
+    from cl2gnn.nn import tiled
+
     rows = []
-    for dtype in (torch.float32, torch.bfloat16):
+    for dtype, matmul_dtype in (
+        (torch.float32, None),
+        (torch.bfloat16, None),
+        (torch.float32, "bfloat16"),
+    ):
         a, b = torch.randn(tile, d, dtype=dtype), torch.randn(d, n, dtype=dtype)
         out = torch.empty(tile, n, dtype=dtype)
-        torch.mm(a, b, out=out)
-        start = time.perf_counter()
-        for _ in range(repeats):
+        with tiled._products_in(matmul_dtype, a):
             torch.mm(a, b, out=out)
-        seconds = (time.perf_counter() - start) / repeats
+            start = time.perf_counter()
+            for _ in range(repeats):
+                torch.mm(a, b, out=out)
+            seconds = (time.perf_counter() - start) / repeats
+        label = str(dtype) + (f", {matmul_dtype} products" if matmul_dtype else "")
         rows.append(
-            {"dtype": str(dtype), "ms": 1000 * seconds, "gmacs_per_s": tile * d * n / seconds / 1e9}
+            {"dtype": label, "ms": 1000 * seconds, "gmacs_per_s": tile * d * n / seconds / 1e9}
         )
     return rows
 

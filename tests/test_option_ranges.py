@@ -71,6 +71,7 @@ BAD_OPERATOR_OPTIONS = {
     "implementation": ["sparse"],
     "tile_size": [0, 2.5],
     "distributed": ["all"],
+    "matmul_dtype": ["float16"],
 }
 CHECKED_OPERATOR_OPTIONS = [
     (name, option, bad)

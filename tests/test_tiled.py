@@ -14,7 +14,7 @@ from cl2gnn.losses import (
     RandomWalkLoss,
     _tiling,
 )
-from cl2gnn.nn import UniformAttention
+from cl2gnn.nn import UniformAttention, _dispatch
 from cl2gnn.nn import tiled as tiled_module
 from cl2gnn.nn import uniform as uniform_module
 from cl2gnn.nn.tiled import tiled_logsumexp, tiled_row_logsumexp
@@ -92,12 +92,9 @@ def test_tiled_log_partition_low_precision(dtype):
     assert float((grad.double() - grad_ref).norm() / grad_ref.norm()) <= tol
 
 
-def test_auto_switches_to_tiled_and_rejects_asymmetric_exclusion():
+def test_tiled_rejects_asymmetric_exclusion():
     x = torch.randn(10, 3)
     asym = torch.tensor([[0], [1]])
-    assert not UniformAttention()._use_tiled(x, None)
-    assert UniformAttention(implementation="tiled")._use_tiled(x, None)
-    assert not UniformAttention(implementation="auto")._use_tiled(torch.randn(3000, 2), asym)
     with pytest.raises(ValueError, match="symmetric"):
         UniformAttention(implementation="tiled").energy(x, exclude_index=asym)
 
@@ -114,7 +111,7 @@ TILE = 4  # 22 rows in 6 tiles
 
 # (loss, the tiled path it takes): "rows" is _tiling.row_tiled_sum (dense pairwise
 # losses); "log-partition" is UniformAttention's tiled_row_logsumexp, which "auto" takes
-# from TILED_MIN_ROWS rows on (InfoNCE, the random-walk loss)
+# on the CPU from _dispatch.CPU_TILED_MIN_ROWS rows on (InfoNCE, the random-walk loss)
 LOSSES = [
     pytest.param(lambda: InfoNCELoss(0.3), "log-partition", id="infonce"),
     pytest.param(lambda: KernelInfoNCELoss(1.0, 0.5), "rows", id="kernel"),
@@ -161,7 +158,7 @@ def spy_tiled_log_partition(monkeypatch, tiles):
         return real(*bound.args, **bound.kwargs)
 
     monkeypatch.setattr(uniform_module, "tiled_row_logsumexp", tiled_row_logsumexp)
-    monkeypatch.setattr(uniform_module, "TILED_MIN_ROWS", 1)
+    monkeypatch.setitem(_dispatch.CPU_TILED_MIN_ROWS, "log-partition", 1)
 
 
 @pytest.mark.parametrize(("make", "path"), LOSSES)
@@ -172,7 +169,7 @@ def test_row_tiled_losses_equal_untiled(make, path, monkeypatch):
         untiled_tiles = []
         spy(patch, untiled_tiles)
         patch.setattr(_tiling, "TILE", 1024)
-        patch.setattr(uniform_module, "TILED_MIN_ROWS", 2048)
+        patch.setitem(_dispatch.CPU_TILED_MIN_ROWS, "log-partition", 1024)
         whole = value_and_grad(lambda a: make()(a, z2), z1)
     tiled_tiles = []
     spy(monkeypatch, tiled_tiles)

@@ -19,12 +19,16 @@ from cl2gnn.nn import UniformAttention
 pytest.importorskip("triton")
 
 # (n, d, stop_gradient, self_loops, dtype, scale): blocks of 64 rows, ragged edges, a row
-# count of 2 (one key each), d not a power of two, logits far beyond exp's range (scale 30)
+# count of 2 (one key each), d not a power of two, logits far beyond exp's range (scale 30:
+# the running-max forward and the two-exponential backward; scale 1: the unshifted ones)
 CASES = [
     (100, 16, False, False, "float32", 1.0),
     (70, 20, True, False, "float32", 1.0),
     (65, 33, False, True, "float32", 1.0),
+    (66, 12, True, True, "float32", 1.0),
     (130, 8, False, False, "float32", 30.0),
+    (130, 8, True, False, "float32", 30.0),
+    (70, 8, False, True, "float32", 30.0),
     (2, 8, False, False, "float32", 1.0),
     (90, 24, False, False, "float16", 1.0),
     (90, 24, True, False, "float16", 1.0),
@@ -69,6 +73,15 @@ for n, d, stop, loops, dtype, scale in json.loads(sys.argv[1]):
 z1, z2 = torch.randn(40, 12), torch.randn(40, 12)
 loss = InfoNCELoss(temperature=0.3, implementation="triton")(z1, z2)
 errors.append([abs(float(loss.detach()) - float(ref.nt_xent(z1, z2, 0.3))), 0.0])
+
+# "auto" where the rule names Triton (as for a large CUDA batch) runs these kernels
+from cl2gnn.nn import _dispatch, uniform
+launched = []
+kernel = uniform.triton_row_logsumexp
+uniform.triton_row_logsumexp = lambda *args: launched.append(args) or kernel(*args)
+_dispatch.exact_form = lambda *args, **kwargs: "triton"
+loss = InfoNCELoss(temperature=0.3)(z1, z2)
+errors.append([abs(float(loss.detach()) - float(ref.nt_xent(z1, z2, 0.3))), len(launched)])
 print(json.dumps(errors))
 """
 
@@ -101,6 +114,11 @@ def test_triton_energy_and_gradient_equal_bruteforce(interpreted_errors, case):
 
 def test_triton_infonce_equals_nt_xent(interpreted_errors):
     assert interpreted_errors[len(CASES)][0] < 1e-5
+
+
+def test_auto_runs_the_triton_kernels_where_the_rule_names_them(interpreted_errors):
+    error, launched = interpreted_errors[len(CASES) + 1]
+    assert launched == 1 and error < 1e-5
 
 
 def test_triton_implementation_rejects_what_it_cannot_do():

@@ -10,19 +10,24 @@ from typing_extensions import Unpack
 from .._options import Distributed, Temperature, checks_options, integer, one_of, optional
 from .._registry import PAIR_LOSSES
 from ..nn import ContrastiveConv
+from ..nn._dispatch import check_matmul_dtype
+from ..nn.tiled import MatmulDtype
 from ..nn.uniform import IMPLEMENTATIONS
 from . import _tiling
 from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
 from ._operators import shared_operator
 
 
-def _distributed_alone(distributed: str | None, num_keys: int | None, implementation: str) -> None:
+def _joint(
+    distributed: str | None, num_keys: int | None, implementation: str, matmul_dtype: str | None
+) -> None:
     # global negatives come from the distributed modes alone: no sampled keys, no Triton
     if distributed is not None and (num_keys is not None or implementation == "triton"):
         raise ValueError("distributed takes neither num_keys nor implementation='triton'")
+    check_matmul_dtype(matmul_dtype, implementation, distributed)
 
 
-@checks_options(joint=_distributed_alone)
+@checks_options(joint=_joint)
 def info_nce(
     z1: Tensor,
     z2: Tensor | None = None,
@@ -33,6 +38,7 @@ def info_nce(
     implementation: Annotated[str, one_of(*IMPLEMENTATIONS)] = "auto",
     num_keys: Annotated[int | None, optional(integer(1))] = None,
     distributed: Distributed = None,
+    matmul_dtype: MatmulDtype = None,
     **graph: Unpack[Graph],
 ) -> Tensor:
     """Functional form of :class:`InfoNCELoss`."""
@@ -46,6 +52,7 @@ def info_nce(
         implementation=implementation,
         tile_size=_tiling.TILE,
         distributed=distributed,
+        matmul_dtype=matmul_dtype,
     )
     keys = _sample_keys(x.size(0), num_keys, x.device)
     energy = conv.energy(x, edge_index, edge_weight, keys)
@@ -85,8 +92,10 @@ class InfoNCELoss(GraphLoss):
         positive_in_denominator (bool, optional): (default: ``True``).
         implementation (str, optional): the uniformity term ``"dense"`` (``O(N²)``
             memory), ``"tiled"`` (exact, ``O(N d)`` memory), ``"triton"`` (the same, fused
-            CUDA kernels; positives in the denominator only) or ``"auto"`` (tiled from
-            2,048 rows on) (default: ``"auto"``).
+            CUDA kernels; positives in the denominator only) or ``"auto"``, the fastest
+            exact one for the device and size (on CUDA dense while it fits in memory, then
+            Triton; on the CPU tiled from a measured size on; see
+            :func:`~cl2gnn.nn._dispatch.exact_form`) (default: ``"auto"``).
         num_keys (int, optional): the uniformity term over this many rows drawn afresh
             at each call instead of all :math:`N` (the sampled affinity graph of
             :class:`~cl2gnn.nn.UniformAttention`, unbiased for the partition sum,
@@ -102,6 +111,12 @@ class InfoNCELoss(GraphLoss):
             (lightly's convention): the mean over the ranks is the global loss, and DDP's
             gradient averaging gives exactly the single-process gradient. ``None``: this
             process's batch only (default: ``None``).
+        matmul_dtype (str, optional): ``"bfloat16"``: the uniformity term multiplies
+            float32 rows in bfloat16 with float32 accumulation, in the torch tiles on the
+            CPU (oneDNN's bf16 GEMM, several times faster; values and gradients within a
+            few bfloat16 roundings, :mod:`~cl2gnn.nn.tiled`); with ``implementation``
+            ``"auto"`` or ``"tiled"``, not ``distributed``. ``None``: the rows' dtype,
+            exact (default: ``None``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with

@@ -12,6 +12,7 @@ from .._validation import as_edge_index
 from ..graphs.pair import pair_graph
 from . import _examples
 from .align import AlignConv
+from .tiled import MatmulDtype
 from .uniform import IMPLEMENTATIONS, UniformAttention
 
 
@@ -66,6 +67,9 @@ class ContrastiveConv(torch.nn.Module):
             rank); the augmentation graph (the positives) indexes this rank's rows, and is
             checked with the other inputs on every rank before the ranks communicate
             (default: ``None``).
+        matmul_dtype (str, optional): ``"bfloat16"``: the uniformity term's products in
+            bfloat16 with float32 accumulation, in the torch tiles on the CPU, as in
+            :class:`UniformAttention` (default: ``None``, the rows' dtype).
 
     Shapes:
         - **input:** features :math:`(N, d)`, augmentation ``edge_index`` :math:`(2, E)`,
@@ -82,6 +86,7 @@ class ContrastiveConv(torch.nn.Module):
     implementation = _uniform_option("implementation")
     tile_size = _uniform_option("tile_size")
     distributed = _uniform_option("distributed")
+    matmul_dtype = _uniform_option("matmul_dtype")
 
     def __init__(
         self,
@@ -92,6 +97,7 @@ class ContrastiveConv(torch.nn.Module):
         implementation: Annotated[str, one_of(*IMPLEMENTATIONS)] = "auto",
         tile_size: TileSize = 1024,
         distributed: Distributed = None,
+        matmul_dtype: MatmulDtype = None,
     ) -> None:
         super().__init__()
         self.positive_in_denominator = positive_in_denominator
@@ -103,6 +109,7 @@ class ContrastiveConv(torch.nn.Module):
             implementation=implementation,
             tile_size=tile_size,
             distributed=distributed,
+            matmul_dtype=matmul_dtype,
         )
 
     def reset_parameters(self) -> None:
@@ -151,7 +158,8 @@ class ContrastiveConv(torch.nn.Module):
             f"{self.__class__.__name__}(step={self.step}, temperature={self.temperature}, "
             f"positive_in_denominator={self.positive_in_denominator}, "
             f"stop_gradient={self.stop_gradient}, implementation={self.implementation!r}"
-            + (f", distributed={self.distributed!r})" if self.distributed else ")")
+            + (f", distributed={self.distributed!r}" if self.distributed else "")
+            + (f", matmul_dtype={self.matmul_dtype!r})" if self.matmul_dtype else ")")
         )
 
     @classmethod

@@ -7,17 +7,17 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
-from torch_geometric.utils import softmax
+from torch_geometric.utils import is_undirected, softmax
 
 from .._options import Finite, Temperature, TileSize, check_options, one_of
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index, as_keys, check_features
 from ..distributed.partition import masked_logits
-from . import _examples
+from . import _dispatch, _examples
 from ._graph import edge_dot
 from .sampled import sampled_logits
 from .tiled_attention import tiled_attention
-from .uniform import TILED_MIN_ROWS, UniformAttention
+from .uniform import UniformAttention
 
 NORMS = ("layer", None)
 
@@ -69,8 +69,10 @@ class ContrastiveNorm(MessagePassing):
             ``1e-6`` as ContraNorm's) or ``None`` (the step alone) (default: ``"layer"``).
         implementation (str, optional): attention over the complete graph computed
             ``"dense"`` (``N × N`` memory), ``"tiled"`` (exact, ``O(N d + tile²)`` memory,
-            :func:`~cl2gnn.nn.tiled_attention.tiled_attention`) or ``"auto"`` (tiled from
-            2,048 rows on) (default: ``"auto"``).
+            :func:`~cl2gnn.nn.tiled_attention.tiled_attention`) or ``"auto"``, the faster
+            of the two for the device and size (:func:`~cl2gnn.nn._dispatch.exact_form`:
+            on CUDA dense while it fits in memory, on the CPU tiled from a measured size on)
+            (default: ``"auto"``).
         tile_size (int, optional): block size of the tiled attention (default: ``1024``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
@@ -92,7 +94,9 @@ class ContrastiveNorm(MessagePassing):
         self_loops: bool = True,
         learnable_step: bool = False,
         norm: str | None = "layer",
-        implementation: Annotated[str, one_of("auto", "dense", "tiled")] = "auto",
+        implementation: Annotated[
+            str, one_of("auto", *_dispatch.COMPUTATIONS["attention"])
+        ] = "auto",
         tile_size: TileSize = 1024,
         **kwargs,
     ) -> None:
@@ -188,14 +192,28 @@ class ContrastiveNorm(MessagePassing):
             return self.propagate(edge_index, x=x, edge_weight=attn)
         if exclude_index is not None:
             exclude_index, _ = as_edge_index(exclude_index, None, n, allow_empty=True)
-        if self.implementation == "tiled" or (
-            self.implementation == "auto" and n >= TILED_MIN_ROWS
-        ):
+        if self._form(u, exclude_index) == "tiled":
             return tiled_attention(
                 u, x, self.temperature, self.self_loops, exclude_index, self.tile_size
             )
         logits = masked_logits(u @ u.T / self.temperature, 0, self.self_loops, exclude_index)
         return torch.nan_to_num(torch.softmax(logits, dim=1)) @ x
+
+    def _form(self, u: Tensor, exclude_index: Tensor | None) -> str:
+        """``implementation``, or under ``"auto"`` the library's rule."""
+        if self.implementation == "auto":
+            return _dispatch.exact_form(
+                u.size(0),
+                u.size(1),
+                u.device,
+                u.dtype,
+                exclude_index=exclude_index,
+                computation="attention",
+            )
+        if self.implementation == "tiled" and exclude_index is not None:
+            if not is_undirected(exclude_index, num_nodes=u.size(0)):
+                raise ValueError("the tiled attention needs a symmetric exclude_index")
+        return self.implementation
 
     def message(self, x_j: Tensor, edge_weight: Tensor) -> Tensor:
         return edge_weight.view(-1, 1) * x_j

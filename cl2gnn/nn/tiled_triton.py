@@ -8,17 +8,36 @@ stop-gradient). Memory is ``O(N d)``; cost ``N² d`` forward and ``2 N² d`` bac
 symmetric halving: each program owns its rows, so no atomics). Float32 inputs use TF32 in
 the products only when ``torch.backends.cuda.matmul.allow_tf32`` is set, as ``torch.mm`` does.
 
+What keeps the tensor cores fed (the exponentials run on a far slower unit than the GEMMs):
+
+* base 2: the logits come out of the product scaled by ``log2(e) / τ``, so each
+  exponential is one ``exp2`` (the hardware's instruction) with no multiply before it;
+* bounded logits (``max ‖x‖² / τ <=`` :data:`~cl2gnn.nn.tiled.MAX_LOGIT`, e.g. unit rows
+  and τ >= 0.025, as in the torch tiles): the forward sums ``exp(S)`` unshifted (no running
+  max), and the symmetric backward takes one exponential per pair instead of two,
+  ``w_i P_ij + w_j P_ji = E_ij (a_i + a_j)`` with ``a = w e^{-lse}``. The bound is decided
+  on the device (a flag the kernels read), so the step has no host read-back;
+* block sizes, warps and pipeline stages autotuned per (power-of-two bucket of ``N``,
+  ``d``, dtype; and stop-gradient in the backward) among :data:`FORWARD_CONFIGS` and
+  :data:`BACKWARD_CONFIGS` on a process's first call of each (several runs of every
+  configuration: that call takes many times a tuned one, so benchmarks warm up), one
+  configuration under the interpreter, where timing means nothing.
+
 Complete graph only (self pairs optional, no ``exclude_index``), ``d <= 256``, float16,
 bfloat16 or float32. Runs on CPU tensors under ``TRITON_INTERPRET=1`` (how it is tested).
+The GPU's GEMM rate these kernels reach is measured by ``benchmarks/infonce_scale.py scale``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 
 import torch
 from torch import Tensor
+
+from .tiled import MAX_LOGIT
 
 try:
     import triton
@@ -27,15 +46,25 @@ except ImportError:  # optional: the torch implementation is always there
     triton = None
 
 MAX_DIM = 256  # the backward keeps a BLOCK_M × d accumulator per program
-BLOCK_M = BLOCK_N = 64
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # read by Triton at import too
+# (BLOCK_M, BLOCK_N, num_warps, num_stages) tried by the autotuner on a GPU
+FORWARD_CONFIGS = ((128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 64, 8, 2))
+BACKWARD_CONFIGS = ((64, 64, 4, 2), (128, 64, 8, 2), (64, 128, 4, 2), (128, 32, 4, 3))
+INTERPRETER_CONFIG = (64, 64, 4, 1)
+MAX_ACCUMULATOR = 128 * 128  # float32 BLOCK_M × BLOCK_D backward accumulator in registers
+
+
+def supports(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
+    """Whether the kernels take rows of width ``dim`` and ``dtype`` on ``device``: Triton
+    installed and a CUDA device (a question any machine can ask)."""
+    return triton is not None and device.type == "cuda" and dtype in DTYPES and dim <= MAX_DIM
 
 
 def triton_available(x: Tensor) -> bool:
     """Whether the kernels can run on ``x``: Triton installed and a CUDA tensor (or the
     interpreter enabled)."""
-    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-    return triton is not None and (x.is_cuda or interpreted)
+    return triton is not None and (x.is_cuda or INTERPRETED)
 
 
 def check_triton_input(x: Tensor) -> None:
@@ -49,7 +78,23 @@ def check_triton_input(x: Tensor) -> None:
         )
 
 
+def _configs(candidates: tuple) -> list:
+    chosen = (INTERPRETER_CONFIG,) if INTERPRETED else candidates
+    return [
+        triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=warps, num_stages=stages)
+        for m, n, warps, stages in chosen
+    ]
+
+
+def _fitting(configs: list, named_args: dict, **kwargs) -> list:
+    """The configurations whose backward accumulator fits in registers (at least one)."""
+    fit = [c for c in configs if c.kwargs["BLOCK_M"] * kwargs["BLOCK_D"] <= MAX_ACCUMULATOR]
+    return fit or configs[:1]
+
+
 if triton is not None:
+    LOG2E = tl.constexpr(math.log2(math.e))
+    LN2 = tl.constexpr(math.log(2.0))
 
     @triton.jit
     def _rows_of(x_ptr, rows, dims, n, d):
@@ -58,24 +103,28 @@ if triton is not None:
         return tl.load(x_ptr + rows[:, None] * d + dims[None, :], mask=mask, other=0.0)
 
     @triton.jit
-    def _logits(
-        q, x_ptr, cols, dims, n, d, rows, scale, SELF_LOOPS: tl.constexpr, PRECISION: tl.constexpr
+    def _logits2(
+        q, x_ptr, cols, dims, n, d, rows, scale2, SELF_LOOPS: tl.constexpr, PRECISION: tl.constexpr
     ):
-        """Keys of block ``cols`` and the ``[BLOCK_M, BLOCK_N]`` logits, invalid pairs -inf."""
+        """Keys of block ``cols`` and the ``[BLOCK_M, BLOCK_N]`` logits in base 2,
+        ``S_ij log2(e)``, invalid pairs -inf."""
         k = _rows_of(x_ptr, cols, dims, n, d)
-        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale
+        s = tl.dot(q, tl.trans(k), input_precision=PRECISION) * scale2
         valid = cols[None, :] < n
         if not SELF_LOOPS:
             valid = valid & (rows[:, None] != cols[None, :])
         return k, tl.where(valid, s, float("-inf"))
 
+    @triton.autotune(configs=_configs(FORWARD_CONFIGS), key=["n_bucket", "d"])
     @triton.jit
     def _forward_kernel(
         x_ptr,
+        bounded_ptr,
         lse_ptr,
         n,
         d,
-        scale,
+        n_bucket,
+        scale2,
         SELF_LOOPS: tl.constexpr,
         PRECISION: tl.constexpr,
         BLOCK_M: tl.constexpr,
@@ -84,28 +133,88 @@ if triton is not None:
     ):
         rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         dims = tl.arange(0, BLOCK_D)
-        row_mask = rows < n
         q = _rows_of(x_ptr, rows, dims, n, d)
-        m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
         total = tl.zeros((BLOCK_M,), tl.float32)
-        for start in range(0, n, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            _, s = _logits(q, x_ptr, cols, dims, n, d, rows, scale, SELF_LOOPS, PRECISION)
-            new_m = tl.maximum(m, tl.max(s, axis=1))
-            shift = tl.where(new_m == float("-inf"), 0.0, new_m)  # rows without keys so far
-            total = total * tl.exp(m - shift) + tl.sum(tl.exp(s - shift[:, None]), axis=1)
-            m = new_m
-        tl.store(lse_ptr + rows, tl.log(total) + m, mask=row_mask)
+        if tl.load(bounded_ptr) != 0:  # every exp(S_ij) a normal float32: no shift
+            for start in range(0, n, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                _, s = _logits2(q, x_ptr, cols, dims, n, d, rows, scale2, SELF_LOOPS, PRECISION)
+                total += tl.sum(tl.exp2(s), axis=1)
+            lse2 = tl.log2(total)
+        else:
+            m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
+            for start in range(0, n, BLOCK_N):
+                cols = start + tl.arange(0, BLOCK_N)
+                _, s = _logits2(q, x_ptr, cols, dims, n, d, rows, scale2, SELF_LOOPS, PRECISION)
+                new_m = tl.maximum(m, tl.max(s, axis=1))
+                shift = tl.where(new_m == float("-inf"), 0.0, new_m)  # rows without keys so far
+                total = total * tl.exp2(m - shift) + tl.sum(tl.exp2(s - shift[:, None]), axis=1)
+                m = new_m
+            lse2 = tl.log2(total) + m
+        tl.store(lse_ptr + rows, lse2 * LN2, mask=rows < n)
 
     @triton.jit
-    def _backward_kernel(
+    def _backward_sweep(
+        acc,
+        q,
         x_ptr,
         lse_ptr,
         u_ptr,
+        a_ptr,
+        rows,
+        dims,
+        n,
+        d,
+        scale2,
+        SELF_LOOPS: tl.constexpr,
+        STOP_GRADIENT: tl.constexpr,
+        ONE_EXP: tl.constexpr,
+        PRECISION: tl.constexpr,
+        FP32_PRODUCT: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+    ):
+        """``acc + Σ_J Q_IJ x_J`` over every key block. Rows without keys come with
+        ``lse = +inf`` and ``u = a = 0``."""
+        row_mask = rows < n
+        l_rows = tl.load(lse_ptr + rows, mask=row_mask, other=float("inf")) * LOG2E
+        u_rows = tl.load(u_ptr + rows, mask=row_mask, other=0.0)
+        a_rows = tl.load(a_ptr + rows, mask=row_mask, other=0.0)
+        for start in range(0, n, BLOCK_N):
+            cols = start + tl.arange(0, BLOCK_N)
+            k, s = _logits2(q, x_ptr, cols, dims, n, d, rows, scale2, SELF_LOOPS, PRECISION)
+            if STOP_GRADIENT:  # w_i P_ij / τ
+                weights = tl.exp2(s - l_rows[:, None]) * u_rows[:, None]
+            elif ONE_EXP:  # bounded logits: (w_i P_ij + w_j P_ji) / τ = E_ij (a_i + a_j)
+                a_cols = tl.load(a_ptr + cols, mask=cols < n, other=0.0)
+                weights = tl.exp2(s) * (a_rows[:, None] + a_cols[None, :])
+            else:  # S is symmetric, so P_ji = exp(S_ij - lse_j)
+                l_cols = tl.load(lse_ptr + cols, mask=cols < n, other=float("inf")) * LOG2E
+                u_cols = tl.load(u_ptr + cols, mask=cols < n, other=0.0)
+                weights = tl.exp2(s - l_rows[:, None]) * u_rows[:, None]
+                weights += tl.exp2(s - l_cols[None, :]) * u_cols[None, :]
+            if FP32_PRODUCT:  # float16 would flush the small attention weights to zero
+                acc += tl.dot(weights, k.to(tl.float32), input_precision=PRECISION)
+            else:
+                acc += tl.dot(weights.to(k.dtype), k, input_precision=PRECISION)
+        return acc
+
+    @triton.autotune(
+        configs=_configs(BACKWARD_CONFIGS),
+        key=["n_bucket", "d", "STOP_GRADIENT"],
+        prune_configs_by={"early_config_prune": _fitting},
+    )
+    @triton.jit
+    def _backward_kernel(
+        x_ptr,
+        bounded_ptr,
+        lse_ptr,
+        u_ptr,
+        a_ptr,
         grad_ptr,
         n,
         d,
-        scale,
+        n_bucket,
+        scale2,
         SELF_LOOPS: tl.constexpr,
         STOP_GRADIENT: tl.constexpr,
         PRECISION: tl.constexpr,
@@ -116,28 +225,24 @@ if triton is not None:
     ):
         rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         dims = tl.arange(0, BLOCK_D)
-        row_mask = rows < n
         q = _rows_of(x_ptr, rows, dims, n, d)
-        # rows without keys come with lse = +inf and u = 0
-        lse_rows = tl.load(lse_ptr + rows, mask=row_mask, other=float("inf"))
-        u_rows = tl.load(u_ptr + rows, mask=row_mask, other=0.0)
         acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
-        for start in range(0, n, BLOCK_N):
-            cols = start + tl.arange(0, BLOCK_N)
-            k, s = _logits(q, x_ptr, cols, dims, n, d, rows, scale, SELF_LOOPS, PRECISION)
-            weights = tl.exp(s - lse_rows[:, None]) * u_rows[:, None]  # w_i P_ij / τ
-            if not STOP_GRADIENT:  # S is symmetric, so P_ji = exp(S_ij - lse_j)
-                lse_cols = tl.load(lse_ptr + cols, mask=cols < n, other=float("inf"))
-                u_cols = tl.load(u_ptr + cols, mask=cols < n, other=0.0)
-                weights += tl.exp(s - lse_cols[None, :]) * u_cols[None, :]
-            if FP32_PRODUCT:  # float16 would flush the small attention weights to zero
-                acc += tl.dot(weights, k.to(tl.float32), input_precision=PRECISION)
-            else:
-                acc += tl.dot(weights.to(k.dtype), k, input_precision=PRECISION)
+        # uniform, taken once per program, outside the loop it selects (with stop-gradient
+        # both sweeps are the same one exponential per pair)
+        if tl.load(bounded_ptr) != 0:
+            acc = _backward_sweep(
+                acc, q, x_ptr, lse_ptr, u_ptr, a_ptr, rows, dims, n, d, scale2,
+                SELF_LOOPS, STOP_GRADIENT, True, PRECISION, FP32_PRODUCT, BLOCK_N,
+            )  # fmt: skip
+        else:
+            acc = _backward_sweep(
+                acc, q, x_ptr, lse_ptr, u_ptr, a_ptr, rows, dims, n, d, scale2,
+                SELF_LOOPS, STOP_GRADIENT, False, PRECISION, FP32_PRODUCT, BLOCK_N,
+            )  # fmt: skip
         tl.store(
             grad_ptr + rows[:, None] * d + dims[None, :],
             acc,
-            mask=row_mask[:, None] & (dims[None, :] < d),
+            mask=(rows[:, None] < n) & (dims[None, :] < d),
         )
 
 
@@ -146,54 +251,62 @@ def _on_device_of(x: Tensor) -> contextlib.AbstractContextManager:
     return torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext()
 
 
-def _launch_settings(x: Tensor) -> dict:
+def _launch(x: Tensor, tau: float) -> tuple:
+    """The grid and the arguments both kernels share after their pointers."""
     # input precision matters for float32 operands only (float16 ones take tensor cores)
     ieee = x.dtype == torch.float32 and not (x.is_cuda and torch.backends.cuda.matmul.allow_tf32)
-    block_d = max(16, triton.next_power_of_2(x.size(1)))
-    return {
+    n, d = x.shape
+    settings = {
         "PRECISION": "ieee" if ieee else "tf32",
-        "BLOCK_M": BLOCK_M,
-        "BLOCK_N": BLOCK_N,
-        "BLOCK_D": block_d,
+        "BLOCK_D": max(16, triton.next_power_of_2(d)),
     }
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_M"]),)  # noqa: E731
+    return grid, (n, d, triton.next_power_of_2(n), math.log2(math.e) / tau), settings
+
+
+def _bounded_flag(x: Tensor, tau: float) -> Tensor:
+    """On the device: whether every logit satisfies ``|S_ij| <= MAX_LOGIT``
+    (Cauchy-Schwarz), so that ``exp`` needs no shift."""
+    top = x.detach().float().square().sum(1).amax()
+    return (top / tau <= MAX_LOGIT).to(torch.int32)
 
 
 class _TritonRowLogSumExp(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, tau, stop_gradient, self_loops):
         x = x.contiguous()
-        n, d = x.shape
-        lse = torch.empty(n, dtype=torch.float32, device=x.device)
-        grid = (triton.cdiv(n, BLOCK_M),)
+        lse = torch.empty(x.size(0), dtype=torch.float32, device=x.device)
+        bounded = _bounded_flag(x, tau)
+        grid, sizes, settings = _launch(x, tau)
         with _on_device_of(x):
-            _forward_kernel[grid](x, lse, n, d, 1.0 / tau, self_loops, **_launch_settings(x))
-        ctx.save_for_backward(x, lse)
+            _forward_kernel[grid](x, bounded, lse, *sizes, SELF_LOOPS=self_loops, **settings)
+        ctx.save_for_backward(x, lse, bounded)
         ctx.settings = (tau, stop_gradient, self_loops)
         return lse.to(x.dtype)
 
     @staticmethod
     def backward(ctx, grad_lse):
-        x, lse = ctx.saved_tensors
+        x, lse, bounded = ctx.saved_tensors
         tau, stop_gradient, self_loops = ctx.settings
-        n, d = x.shape
         has_keys = torch.isfinite(lse)
         u = torch.where(has_keys, grad_lse.float() / tau, torch.zeros_like(lse)).contiguous()
         lse = torch.where(has_keys, lse, torch.full_like(lse, float("inf")))
-        grad = torch.empty(n, d, dtype=torch.float32, device=x.device)
-        grid = (triton.cdiv(n, BLOCK_M),)
+        a = u * torch.exp(-lse)  # read only when the logits are bounded, where it is finite
+        grad = torch.empty(x.shape, dtype=torch.float32, device=x.device)
+        grid, sizes, settings = _launch(x, tau)
         with _on_device_of(x):
             _backward_kernel[grid](
                 x,
+                bounded,
                 lse,
                 u,
+                a,
                 grad,
-                n,
-                d,
-                1.0 / tau,
-                self_loops,
-                stop_gradient,
+                *sizes,
+                SELF_LOOPS=self_loops,
+                STOP_GRADIENT=stop_gradient,
                 FP32_PRODUCT=x.dtype == torch.float16,
-                **_launch_settings(x),
+                **settings,
             )
         return grad.to(x.dtype), None, None, None
 

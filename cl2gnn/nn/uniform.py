@@ -22,15 +22,14 @@ from ..distributed import (
     row_logsumexp,
 )
 from ..distributed.collectives import all_reduce_sum
-from ..distributed.partition import masked_logits, masked_logsumexp
-from . import _examples
+from ..distributed.partition import masked_logits
+from . import _dispatch, _examples
 from ._graph import edge_dot, scatter_logsumexp
 from .sampled import sampled_logits, sampled_row_logsumexp
-from .tiled import tiled_row_logsumexp
+from .tiled import MatmulDtype, tiled_row_logsumexp
 from .tiled_triton import triton_row_logsumexp
 
-IMPLEMENTATIONS = ("auto", "dense", "tiled", "triton")
-TILED_MIN_ROWS = 2048  # "auto" switches to the tiled energy from this many rows on
+IMPLEMENTATIONS = ("auto", *_dispatch.FORMS)
 
 
 @OPERATORS.register
@@ -83,7 +82,9 @@ class UniformAttention(MessagePassing):
             ``"dense"`` (``O(N²)`` memory), ``"tiled"`` (exact, ``O(N d + tile²)`` memory,
             :func:`~cl2gnn.nn.tiled.tiled_logsumexp`), ``"triton"`` (the fused CUDA
             kernels of :mod:`~cl2gnn.nn.tiled_triton`, ``O(N d)`` memory, no
-            ``exclude_index``) or ``"auto"`` (tiled from 2,048 rows on)
+            ``exclude_index``) or ``"auto"``: the fastest of them for the call's device,
+            size and dtype (:func:`~cl2gnn.nn._dispatch.exact_form`: on CUDA dense while
+            it fits in memory, then Triton; on the CPU tiled from a measured size on)
             (default: ``"auto"``).
         tile_size (int, optional): block size of the tiled energy and of the ring
             (default: ``1024``).
@@ -97,6 +98,12 @@ class UniformAttention(MessagePassing):
             (in ring mode by :func:`~cl2gnn.distributed.ring.ring_attention`). Every rank's
             input checks are decided together: one rank's invalid input raises on every
             rank. ``None``: this process's rows only (default: ``None``).
+        matmul_dtype (str, optional): ``"bfloat16"``: the complete graph's log-partition
+            multiplies float32 rows in bfloat16 with float32 accumulation, in the torch
+            tiles on the CPU (oneDNN; several times faster, rounding the rows to 8
+            significant bits inside each product, see :mod:`~cl2gnn.nn.tiled`); it takes
+            ``implementation`` ``"auto"`` (then tiled) or ``"tiled"``, no ``distributed``.
+            ``None``: products in the rows' dtype, exact (default: ``None``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -118,6 +125,7 @@ class UniformAttention(MessagePassing):
         implementation: Annotated[str, one_of(*IMPLEMENTATIONS)] = "auto",
         tile_size: TileSize = 1024,
         distributed: Distributed = None,
+        matmul_dtype: MatmulDtype = None,
         **kwargs,
     ) -> None:
         kwargs.setdefault("aggr", "add")
@@ -129,7 +137,12 @@ class UniformAttention(MessagePassing):
         self.stop_gradient = stop_gradient
         self.self_loops = self_loops
         self.distributed = distributed
+        self.matmul_dtype = matmul_dtype
+        self._check_options()
+
+    def _check_options(self) -> None:
         check_options(self)
+        _dispatch.check_matmul_dtype(self.matmul_dtype, self.implementation, self.distributed)
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
@@ -188,11 +201,15 @@ class UniformAttention(MessagePassing):
                 stop_gradient=self.stop_gradient,
                 tile_size=self.tile_size,
             )
-        if edge_index is None and self.implementation == "triton":
-            if exclude_index is not None:
-                raise ValueError("the Triton implementation does not take exclude_index")
+        keys = x.detach() if self.stop_gradient else x
+        if edge_index is not None:
+            edge_index, _ = as_edge_index(edge_index, None, x.size(0))
+            logits = edge_dot(x, keys, edge_index) / self.temperature
+            return scatter_logsumexp(logits, edge_index[1], x.size(0))
+        form = self._form(x, exclude_index)
+        if form == "triton":
             return triton_row_logsumexp(x, self.temperature, self.stop_gradient, self.self_loops)
-        if edge_index is None and self._use_tiled(x, exclude_index):
+        if form == "tiled":
             return tiled_row_logsumexp(
                 x,
                 self.temperature,
@@ -200,13 +217,33 @@ class UniformAttention(MessagePassing):
                 self.self_loops,
                 exclude_index,
                 self.tile_size,
+                self.matmul_dtype,
             )
-        keys = x.detach() if self.stop_gradient else x
-        if edge_index is not None:
-            edge_index, _ = as_edge_index(edge_index, None, x.size(0))
-            logits = edge_dot(x, keys, edge_index) / self.temperature
-            return scatter_logsumexp(logits, edge_index[1], x.size(0))
-        return masked_logsumexp(self._dense_logits(x, keys, exclude_index))
+        return self._dense_row_logsumexp(x, keys, exclude_index)
+
+    def _form(self, x: Tensor, exclude_index: Tensor | None) -> str:
+        """The form of the complete graph's log-partition: ``implementation``, or under
+        ``"auto"`` the library's rule (:func:`~cl2gnn.nn._dispatch.exact_form`)."""
+        if self.implementation == "auto":
+            return _dispatch.exact_form(
+                x.size(0),
+                x.size(1),
+                x.device,
+                x.dtype,
+                exclude_index=exclude_index,
+                matmul_dtype=self.matmul_dtype,
+            )
+        if exclude_index is not None and self.implementation == "triton":
+            raise ValueError("the Triton implementation does not take exclude_index")
+        if exclude_index is not None and self.implementation == "tiled":
+            if not is_undirected(exclude_index, num_nodes=x.size(0)):
+                raise ValueError("the tiled energy needs a symmetric exclude_index")
+        return self.implementation
+
+    def _dense_row_logsumexp(self, x: Tensor, keys: Tensor, exclude_index: Tensor | None):
+        # no host read-back: a row without keys gets -inf, and the NaN that logsumexp's
+        # backward puts on its (all masked) logits is zeroed by the mask's index_put
+        return torch.logsumexp(self._dense_logits(x, keys, exclude_index), dim=1)
 
     def forward(
         self,
@@ -289,7 +326,7 @@ class UniformAttention(MessagePassing):
         :class:`~cl2gnn.nn.ContrastiveConv`'s augmentation graph). Across ranks every
         rank's checks are decided together, with the row counts, before any other
         collective (:func:`~cl2gnn.distributed.shard.checked_shard`)."""
-        check_options(self)
+        self._check_options()
         distributed = is_distributed(self.distributed)
 
         def local() -> tuple[Tensor, Tensor | None, Tensor | None]:
@@ -339,16 +376,6 @@ class UniformAttention(MessagePassing):
             )
         return weight.detach().to(x.dtype), exclude_index, keys
 
-    def _use_tiled(self, x: Tensor, exclude_index: Tensor | None) -> bool:
-        if self.implementation == "dense":
-            return False
-        symmetric = exclude_index is None or is_undirected(exclude_index, num_nodes=x.size(0))
-        if self.implementation == "tiled":
-            if not symmetric:
-                raise ValueError("the tiled energy needs a symmetric exclude_index")
-            return True
-        return symmetric and x.size(0) >= TILED_MIN_ROWS
-
     def _sampled_row_logsumexp(self, x: Tensor, keys: Tensor) -> Tensor:
         n, k = x.size(0), keys.numel()
         count = torch.full((n,), float(k), dtype=torch.float64, device=x.device)
@@ -371,7 +398,8 @@ class UniformAttention(MessagePassing):
             f"{self.__class__.__name__}(step={self.step}, temperature={self.temperature}, "
             f"stop_gradient={self.stop_gradient}, self_loops={self.self_loops}, "
             f"implementation={self.implementation!r}"
-            + (f", distributed={self.distributed!r})" if self.distributed else ")")
+            + (f", distributed={self.distributed!r}" if self.distributed else "")
+            + (f", matmul_dtype={self.matmul_dtype!r})" if self.matmul_dtype else ")")
         )
 
     @classmethod
