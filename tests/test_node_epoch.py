@@ -16,6 +16,8 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import Compose
 from torch_geometric.utils import dropout_edge
 
+from cl2gnn.losses import infonce
+from cl2gnn.nn import tiled
 from cl2gnn.node import (
     AdaptiveDropEdge,
     AdaptiveMaskFeatures,
@@ -23,10 +25,11 @@ from cl2gnn.node import (
     GraphEncoder,
     MaskFeatures,
     NodeConfig,
-    propagation,
 )
+from cl2gnn.node import names as node_names
 from cl2gnn.node.fullbatch import FullBatchTrainer
-from cl2gnn.node.propagation import PropagationStructure, ViewGraphs
+from cl2gnn.node.methods import contrastive
+from cl2gnn.node.propagation import PropagationStructure, ValuedGraph, ViewGraphs
 from cl2gnn.node.views import view_masks
 
 f64 = torch.float64
@@ -55,7 +58,7 @@ def graphs(draw):
 
 
 def dense(graph):
-    if isinstance(graph, propagation.ValuedGraph):
+    if isinstance(graph, ValuedGraph):
         graph = graph.to_sparse_csr()
     return graph.to_dense()
 
@@ -262,3 +265,57 @@ def test_a_non_finite_loss_stops_the_run_naming_its_epoch(monkeypatch):
     trainer = FullBatchTrainer(small_graph(), diverging, CONFIG.with_overrides(epochs=5))
     with pytest.raises(ValueError, match="loss of epoch 3 is nan"):
         node_fit.fit(trainer, progress=False)
+
+
+def test_an_epoch_on_the_tiles_reads_nothing_back():
+    # 2 × 400 views: the exact loss on the CPU tiles, whose bound on the logits comes from
+    # the InfoNCE's unit rows instead of reading the rows' norms back
+    trainer = FullBatchTrainer(small_graph(400), "grace", CONFIG)
+    trainer.epoch()
+    calls = []
+    real = tiled._TiledRowLogSumExp.apply
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tiled._TiledRowLogSumExp, "apply", lambda *a: calls.append(1) or real(*a))
+        assert host_work(trainer, 2) == {"csr": 0, "sort": 0, "read": 0}
+    assert len(calls) == 2  # the tiles ran
+
+
+def test_the_tiles_read_the_rows_norms_where_no_bound_is_known():
+    # the count can fail: outside InfoNCE's unit rows the tiles read the bound back
+    x = torch.randn(600, 8, requires_grad=True)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        tiled.tiled_row_logsumexp(x, 0.5).sum().backward()
+    assert any(e.name == "aten::_local_scalar_dense" for e in prof.events())
+    with tiled.rows_within(float(x.detach().norm(dim=1).max())):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            tiled.tiled_row_logsumexp(x, 0.5).sum().backward()
+    assert not any(e.name == "aten::_local_scalar_dense" for e in prof.events())
+
+
+@pytest.mark.parametrize("method", ["grace", "gca", "multistage", "knn", "neighbors"])
+def test_matmul_dtype_reaches_the_exact_infonce(monkeypatch, method):
+    seen = []
+    real = infonce.info_nce
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("matmul_dtype"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(contrastive, "info_nce", spy)
+    config = CONFIG.with_overrides(epochs=1, matmul_dtype="bfloat16")
+    FullBatchTrainer(small_graph(), method, config).epoch()
+    assert seen == ["bfloat16"]
+
+
+def test_matmul_dtype_is_refused_where_it_cannot_apply():
+    config = CONFIG.with_overrides(matmul_dtype="bfloat16")
+    with pytest.raises(ValueError, match="matmul_dtype='bfloat16': method 'bgrl' has no exact"):
+        FullBatchTrainer(small_graph(), "bgrl", config)
+    with pytest.raises(ValueError, match="CPU tiles' products; on cuda"):
+        FullBatchTrainer(small_graph(), "grace", config, device="cuda")
+    with pytest.raises(ValueError, match=r"NodeConfig\.matmul_dtype must be one of 'bfloat16'"):
+        CONFIG.with_overrides(matmul_dtype="float16")
+
+
+def test_the_commands_matmul_dtype_names_are_the_tiles():
+    assert node_names.MATMUL_DTYPES == tiled.MATMUL_DTYPES

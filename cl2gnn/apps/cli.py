@@ -78,6 +78,7 @@ NODE_FIELDS = {
     "clusters": ("clusters", int),
     "num_keys": ("num_keys", int),
     "batch_size": ("batch_size", int),
+    "matmul_dtype": ("matmul_dtype", str),
 }
 VIEW_FIELDS = {"drop_edge": "--drop-edge", "drop_feature": "--drop-feature"}
 
@@ -357,6 +358,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="what the probe reads: the last layer, both layers side by side (concat), or "
         "every layer with the input features, each unit-normalised (layers); default: the "
         "dataset's",
+    )
+    node.add_argument(
+        "--matmul-dtype",
+        **field("matmul_dtype"),
+        help="the exact InfoNCE's products in bfloat16 on the CPU (float32 accumulation; "
+        "faster where the CPU has bfloat16 units, not exact; default: float32)",
     )
     node.add_argument(
         "--baselines",

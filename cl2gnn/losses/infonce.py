@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated
 
 import torch
@@ -11,7 +12,7 @@ from .._options import Distributed, Temperature, checks_options, integer, one_of
 from .._registry import PAIR_LOSSES
 from ..nn import ContrastiveConv
 from ..nn._dispatch import check_matmul_dtype
-from ..nn.tiled import MatmulDtype
+from ..nn.tiled import MatmulDtype, rows_within
 from ..nn.uniform import IMPLEMENTATIONS
 from . import _tiling
 from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
@@ -55,7 +56,9 @@ def info_nce(
         matmul_dtype=matmul_dtype,
     )
     keys = _sample_keys(x.size(0), num_keys, x.device)
-    energy = conv.energy(x, edge_index, edge_weight, keys)
+    # unit rows (up to rounding): the tiles' bound on the logits without reading x back
+    with rows_within(1.0 + 1e-3) if normalize else contextlib.nullcontext():
+        energy = conv.energy(x, edge_index, edge_weight, keys)
     return share_of_mean(energy, x.size(0), shard)
 
 

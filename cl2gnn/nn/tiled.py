@@ -30,6 +30,7 @@ inner dimension of 16, for one) and CPUs without bf16 instructions in float32.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 from collections.abc import Iterator
 from typing import Annotated
 
@@ -73,10 +74,29 @@ def _products_in(matmul_dtype: str | None, x: Tensor) -> Iterator[None]:
         matmul.fp32_precision = previous
 
 
+_ROW_NORM = contextvars.ContextVar("row_norm", default=None)
+
+
+@contextlib.contextmanager
+def rows_within(norm: float) -> Iterator[None]:
+    """Inside the block, the rows the tiles read have norms at most ``norm``, as the caller
+    knows (L2-normalised rows: 1): the logits' bound is then known without reading the rows
+    back from the device."""
+    token = _ROW_NORM.set(float(norm))
+    try:
+        yield
+    finally:
+        _ROW_NORM.reset(token)
+
+
 def _bounded(x: Tensor, tau: float) -> bool:
     """Whether every logit satisfies ``|x_i·x_j/τ| <= MAX_LOGIT`` (Cauchy-Schwarz), so
-    ``exp`` needs no shift."""
-    return float(x.detach().norm(dim=1).max()) ** 2 / tau <= MAX_LOGIT
+    ``exp`` needs no shift: from the rows' norms, or a bound the caller knows
+    (:func:`rows_within`)."""
+    norm = _ROW_NORM.get()
+    if norm is None:
+        norm = float(x.detach().norm(dim=1).max())
+    return norm**2 / tau <= MAX_LOGIT
 
 
 def _excluded_by_block(exclude: Tensor | None, n: int, tile: int) -> dict:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
 from .._torchrun import MODES
-from .names import ACTIVATIONS, CENTRALITIES, EMBEDDINGS, ENCODERS
+from .names import ACTIVATIONS, CENTRALITIES, EMBEDDINGS, ENCODERS, MATMUL_DTYPES
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,9 @@ class NodeConfig:
     all of them). ``centrality``: what GCA's adaptive views read a node's importance off
     (``"degree"``, ``"pagerank"``, ``"eigenvector"``); ``diffusion_k``: the in-edges per
     node kept of MVGRL's diffusion.
+
+    Speed: ``matmul_dtype="bfloat16"`` multiplies the exact InfoNCE's tiles in bfloat16 with
+    float32 accumulation on the CPU (methods of GRACE's scheme; ``None``: float32, exact).
 
     Learning rate: a linear warm-up over ``lr_warmup`` epochs (at most ``epochs``), then
     constant or, with ``lr_cosine``, a cosine decay to zero at the last epoch.
@@ -94,6 +97,7 @@ class NodeConfig:
     lr_cosine: bool = False
     centrality: str = "degree"
     diffusion_k: int = 32
+    matmul_dtype: str | None = None
 
     def __post_init__(self) -> None:
         for name in FIELDS:
@@ -179,6 +183,13 @@ def _one_of(choices: tuple[str, ...]):
     return check
 
 
+def _optional(check):
+    def optional(value):
+        return None if value is None else check(value)
+
+    return optional
+
+
 def _boolean(value):
     if not isinstance(value, bool):
         raise ValueError("must be true or false")
@@ -236,6 +247,7 @@ FIELDS: dict[str, Callable[[object], object]] = {
     "lr_cosine": _boolean,
     "centrality": _one_of(CENTRALITIES),
     "diffusion_k": _integer(1),
+    "matmul_dtype": _optional(_one_of(MATMUL_DTYPES)),
 }
 
 

@@ -31,3 +31,6 @@ ACTIVATIONS = ("relu", "prelu", "rrelu", "elu", "none")  # "none": a linear enco
 EMBEDDINGS = ("last", "concat", "layers")
 # what GCA's adaptive views read a node's importance off
 CENTRALITIES = ("degree", "pagerank", "eigenvector")
+# NodeConfig.matmul_dtype: the exact InfoNCE's products in bfloat16 (cl2gnn.nn.tiled's
+# MATMUL_DTYPES, repeated here without torch; a test ties the two)
+MATMUL_DTYPES = ("bfloat16",)

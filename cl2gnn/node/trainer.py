@@ -111,6 +111,22 @@ def feature_transform(config: NodeConfig, encoder: torch.nn.Module) -> BaseTrans
     return NormalizeFeatures() if config.normalize_features and not normalises else None
 
 
+def check_matmul_dtype(
+    config: NodeConfig, method: NodeMethod, device: str | torch.device, distributed: str | None
+) -> None:
+    """``config.matmul_dtype`` where it applies: a method whose loss is the exact InfoNCE
+    (``takes_matmul_dtype``), its tiles on the CPU, in one process."""
+    if config.matmul_dtype is None:
+        return
+    where = f"matmul_dtype={config.matmul_dtype!r}: "
+    if not method.takes_matmul_dtype:
+        raise ValueError(f"{where}method {method.name!r} has no exact InfoNCE tiles to multiply")
+    if torch.device(device).type != "cpu":
+        raise ValueError(f"{where}the CPU tiles' products; on {device} leave it None")
+    if distributed is not None:
+        raise ValueError(f"{where}a run of one process (the negatives across ranks are exact)")
+
+
 def library_view(view: View) -> bool:
     """Whether ``view`` is made of the library's views alone (``edges_in_range``: their
     edges are the input's, a subset or reweighting of them, or computed from them), whose
@@ -185,6 +201,7 @@ class Trainer:
             distributed=distributed,
             encoder=self.encoder,
         )
+        check_matmul_dtype(config, self.method, device, distributed)
         self.views = view_pair(augment, self.method.default_views(config, mask_generator))
         self.model = EncoderAndMethod(self.encoder, self.method).to(device)
         self.label = getattr(self.method, "label", self.method.name)

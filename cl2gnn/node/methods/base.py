@@ -81,6 +81,8 @@ class NodeMethod(torch.nn.Module):
     * ``per_node_state``: it keeps a state for every node of the graph (a memory bank);
     * ``reads_graph``: its loss reads the input graph's edges (as positives), which do not
       carry an ``edge_weight``;
+    * ``takes_matmul_dtype``: its loss is the exact InfoNCE, whose tiles can multiply in
+      ``config.matmul_dtype`` on the CPU;
     * ``min_batch_size``: the fewest seed nodes it can train on in one process's share of a
       mini-batch (``1``; contrastive methods need a negative, the kNN method ``k + 1``
       seeds): the batching merges a last batch too small for it into the one before, and a
@@ -104,6 +106,7 @@ class NodeMethod(torch.nn.Module):
     spans_ranks: ClassVar[bool] = False
     per_node_state: ClassVar[bool] = False
     reads_graph: ClassVar[bool] = False
+    takes_matmul_dtype: ClassVar[bool] = False
     min_batch_size: ClassVar[int] = 1
 
     def __init__(

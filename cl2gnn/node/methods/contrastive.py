@@ -50,6 +50,7 @@ class ContrastiveMethod(NodeMethod):
         super().__init__(config, **context)
         self.temperature = config.temperature
         self.num_keys = config.num_keys
+        self.matmul_dtype = config.matmul_dtype
         self.head = ProjectionHead(self.dim, config.proj_hidden)
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
@@ -65,6 +66,7 @@ class Grace(ContrastiveMethod):
     """GRACE: InfoNCE over the ``2N`` stacked projections, inter- and intra-view negatives
     (:func:`~cl2gnn.losses.info_nce` = ``AlignConv`` on the pair graph + ``UniformAttention``)."""
 
+    takes_matmul_dtype = True
     takes_keys = True
     spans_ranks = True
 
@@ -75,6 +77,7 @@ class Grace(ContrastiveMethod):
             temperature=self.temperature,
             num_keys=self.num_keys,
             distributed=self.distributed,
+            matmul_dtype=self.matmul_dtype,
         )
 
 
@@ -147,6 +150,7 @@ class MultiStage(ContrastiveMethod):
 
     takes_keys = True
     minibatch = False
+    takes_matmul_dtype = True
     per_node_state = True
 
     def __init__(self, config: NodeConfig, **context) -> None:
@@ -158,7 +162,13 @@ class MultiStage(ContrastiveMethod):
         nodes = torch.arange(z1.size(0), device=z1.device)
         pull = self.multistage(z1, z2, nodes)  # also stores this step's features
         self.multistage.next_stage()
-        loss = info_nce(z1, z2, temperature=self.temperature, num_keys=self.num_keys)
+        loss = info_nce(
+            z1,
+            z2,
+            temperature=self.temperature,
+            num_keys=self.num_keys,
+            matmul_dtype=self.matmul_dtype,
+        )
         return loss + pull / self.temperature
 
 
@@ -168,6 +178,7 @@ class KNearest(ContrastiveMethod):
     neighbors by cosine similarity of the mean encoder output (feature-space positives
     from :func:`~cl2gnn.graphs.knn_graph`)."""
 
+    takes_matmul_dtype = True
     takes_keys = True
     k = 5
     min_batch_size = k + 1  # the k neighbors of a seed among the batch's other seeds
@@ -183,6 +194,7 @@ class KNearest(ContrastiveMethod):
             edge_index=positives,
             temperature=self.temperature,
             num_keys=self.num_keys,
+            matmul_dtype=self.matmul_dtype,
         )
 
 
@@ -193,6 +205,7 @@ class Neighbors(ContrastiveMethod):
     the input graph is part of the augmentation graph, as in Local-GCL (Zhang et al., 2022)
     and HomoGCL (Li et al., KDD 2023)."""
 
+    takes_matmul_dtype = True
     takes_keys = True
     minibatch = False
     reads_graph = True
@@ -220,6 +233,7 @@ class Neighbors(ContrastiveMethod):
             edge_weight=self.positive_weights(h1, h2).to(z1.dtype),
             temperature=self.temperature,
             num_keys=self.num_keys,
+            matmul_dtype=self.matmul_dtype,
         )
 
 
