@@ -21,7 +21,8 @@ from cl2gnn.node import NodeConfig, train_node_model
 from cl2gnn.node.checkpoint import CHECKPOINT
 from cl2gnn.node.fullbatch import FullBatchTrainer
 
-FAST = dict(out_channels=8, hidden_channels=16, proj_hidden=8, predictor_hidden=8)
+OWN = dict(proj_hidden=8, predictor_hidden=8)  # the built-in encoder's shape apart
+FAST = dict(OWN, out_channels=8, hidden_channels=16)
 EPOCHS = 4
 
 
@@ -56,7 +57,7 @@ RUNS = {
         NodeConfig(**FAST, lr_warmup=2, lr_cosine=True, ema_cosine=True, batch_norm=True),
         False,
     ),
-    "bgrl users encoder": ("bgrl", NodeConfig(**FAST, lr_warmup=2), True),
+    "bgrl users encoder": ("bgrl", NodeConfig(**OWN, lr_warmup=2), True),
     "dgi": ("dgi", NodeConfig(**FAST, layers=1, activation="prelu"), False),
     "mvgrl": ("mvgrl", NodeConfig(**FAST, layers=1, diffusion_k=6), False),
     "graphacl": ("graphacl", NodeConfig(**FAST, samples_per_node=3), False),
@@ -205,7 +206,10 @@ OTHER_RUNS = {
     ),
     "seed": (dict(seed=4), "seed: written by a run of seed 3, this run's is 4"),
     "graph": (dict(graph=1), "graph: written by a run on another graph"),
-    "encoder": (dict(encoder=True), "encoder: written by a run of encoder"),
+    "encoder": (  # the built-in encoder's fields at their defaults beside one's own
+        dict(encoder=True, config=dict(out_channels=128, hidden_channels=None)),
+        "encoder: written by a run of encoder",
+    ),
 }
 
 
