@@ -384,18 +384,30 @@ def test_an_overwrite_killed_at_any_point_leaves_no_seed_beside_a_result_not_lis
     tmp_path, graph
 ):
     """The issue's case: a 1-seed run of another method over a 3-seed run, killed before
-    each of its renames in turn (SIGKILL: no clean-up runs; SIGTERM's default is the same).
-    After every kill the folder holds the earlier run whole, or no result.json; the next run
-    clears what the killed one left (its staging folder, partial files), and the last one,
-    not killed, leaves the new run alone."""
-    run = tmp_path / "run"
+    each of its renames in turn, each time from the same earlier run (SIGKILL: no clean-up
+    runs; SIGTERM's default is the same). After every kill the folder holds the earlier run
+    whole, or no result.json; the run after the last kill (the new run half swapped in)
+    clears what it left (staging folders, partial files) and leaves the new run alone."""
+    import shutil
+
+    run, earlier = tmp_path / "run", tmp_path / "earlier"
     assert node([*graph, "--method", "grace", "--seeds", "3", "--save", str(run)]) == 0
+    shutil.copytree(run, earlier)
     overwrite = [*graph, "--method", "cca_ssg", "--seeds", "1", "--save", str(run), "--overwrite"]
     step = 0
-    while killed_at(step, overwrite):
+    while True:
+        shutil.rmtree(run)
+        shutil.copytree(earlier, run)
+        if not killed_at(step, overwrite):
+            break
         check_whole(run)
         step += 1
     assert step > 5  # every file of the new run, and the swap, were each a point of death
+    shutil.rmtree(run)
+    shutil.copytree(earlier, run)
+    assert killed_at(step - 1, overwrite)  # before the last rename: the swap half done
+    assert any(p.name.startswith(".cl2gnn-") for p in run.rglob("*"))
+    assert node(overwrite) == 0
     check_whole(run)
     assert sorted(p.relative_to(run).as_posix() for p in run.rglob("*")) == [
         "result.json",

@@ -78,20 +78,21 @@ def check_trained(path: Path, epoch: object, history: object, epochs: int) -> No
         "epoch_seconds": (epoch, epoch),
         "knn_accuracy": (0, epoch),
     }
-    if (
-        not isinstance(history, dict)
-        or set(history) != set(lengths)
-        or not all(
-            isinstance(values, list)
-            and lengths[key][0] <= len(values) <= lengths[key][1]
-            and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
-            for key, values in history.items()
-        )
-    ):
+    keys = isinstance(history, dict) and set(history) == set(lengths)
+    if not (keys and all(_numbers(history[key], *lengths[key]) for key in lengths)):
         raise ValueError(
             f"{path}: history is not the record of {epoch} epochs (lists {', '.join(lengths)} "
             f"of numbers: {epoch} losses and times, at most {epoch} kNN accuracies)"
         )
+
+
+def _numbers(values: object, fewest: int, most: int) -> bool:
+    """Whether ``values`` is a list of ``fewest`` to ``most`` real numbers."""
+    return (
+        isinstance(values, list)
+        and fewest <= len(values) <= most
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    )
 
 
 class Pretrainer:
