@@ -3,7 +3,9 @@ naming the option, exit status 2, no traceback, nothing written — and, for arg
 before torch is imported."""
 
 import argparse
+import importlib
 import os
+import re
 import subprocess
 import sys
 import types
@@ -190,11 +192,11 @@ def test_failed_study_leaves_no_figure_or_json(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("parse", "text", "message"),
     [
-        (cmdline.positive_int, "0", "must be an integer >= 1, got 0"),
-        (cmdline.non_negative_int, "-1", "must be an integer >= 0, got -1"),
+        (cmdline.positive_int, "0", "must be an integer in [1, 2147483647], got 0"),
+        (cmdline.non_negative_int, "-1", "must be an integer in [0, 2147483647], got -1"),
         (cmdline.int_range(2, 5), "6", "must be an integer in [2, 5], got 6"),
-        (cmdline.positive_float, "inf", "must be a finite number > 0, got inf"),
-        (cmdline.non_negative_float, "-0.1", "must be a number >= 0, got -0.1"),
+        (cmdline.positive_float, "inf", "must be a number in (0, 3.40282e+38], got inf"),
+        (cmdline.non_negative_float, "-0.1", "must be a number in [0, 3.40282e+38], got -0.1"),
         (cmdline.probability, "1.5", "must be a number in [0, 1], got 1.5"),
         (cmdline.probability, "half", "must be a number in [0, 1], got 'half'"),
         (cmdline.existing_path, "/nonexistent", "no such file or folder: '/nonexistent'"),
@@ -202,9 +204,7 @@ def test_failed_study_leaves_no_figure_or_json(tmp_path, monkeypatch):
     ],
 )
 def test_argument_types_refuse_with_the_rule(parse, text, message):
-    with pytest.raises(
-        argparse.ArgumentTypeError, match="^" + message.replace("[", r"\[").replace("]", r"\]")
-    ):
+    with pytest.raises(argparse.ArgumentTypeError, match="^" + re.escape(message)):
         parse(text)
 
 
@@ -245,3 +245,80 @@ def test_truncated_dataset_file_is_named_in_one_line(tmp_path, capsys, monkeypat
         assert exit_.value.code == 2 and len(captured.err.splitlines()) == 1, captured.err
         assert captured.err.startswith("cl2gnn node: error: ") and str(path) in captured.err
         assert "Traceback" not in captured.err + captured.out
+
+
+# -- an output never replaces an input ------------------------------------------------------------
+
+# (argv, the two options the message names); in tmp_path: G.npz (a graph), RUN (a saved run:
+# result.json, seed_0/encoder.pt), cfg.json (a --config file), DATA (a dataset root holding
+# texas.npz and G.npz's link LINK.npz); the node runs are one short seed if not refused
+QUICK = ["--method", "grace", "--seeds", "1", "--epochs", "1", "--no-progress"]
+DESTRUCTIVE = [
+    (["embed", "--checkpoint", "RUN/seed_0", "--dataset", "G.npz", "--out", "G.npz"], "--dataset"),
+    (
+        ["embed", "--checkpoint", "RUN/seed_0", "--dataset", "G.npz", "--out", "DATA/LINK.npz"],
+        "--dataset",
+    ),
+    (["embed", "--checkpoint", "RUN/seed_0", "--out", "RUN/seed_0/encoder.pt"], "--checkpoint"),
+    (
+        ["embed", "--checkpoint", "RUN/seed_0/encoder.pt", "--out", "RUN/seed_0/encoder.pt"],
+        "--checkpoint",
+    ),
+    (["node", "--dataset", "G.npz", "--json", "G.npz", *QUICK], "--dataset"),
+    (["node", "--dataset", "DATA/LINK.npz", "--json", "./DATA/../G.npz", *QUICK], "--dataset"),
+    (
+        ["node", "--dataset", "G.npz", "--config", "cfg.json", "--json", "cfg.json", *QUICK],
+        "--config",
+    ),
+    (
+        ["node", "--dataset", "G.npz", "--save", "RUN", "--json", "RUN/seed_0/encoder.pt", *QUICK],
+        "--save",
+    ),
+    (
+        ["node", "--dataset", "G.npz", "--save", "RUN", "--json", "RUN/result.json", *QUICK],
+        "--save",
+    ),
+    (["node", "--dataset", "G.npz", "--save", ".", *QUICK], "--dataset"),
+    (
+        ["node", "--dataset", "texas", "--root", "DATA", "--json", "DATA/texas.npz", *QUICK],
+        "--root",
+    ),
+    (["node", "--dataset", "G.npz", "--root", "DATA", "--save", "DATA", *QUICK], "--root"),
+    (["simclr", "--dataset", "folder", "--data-root", "DATA", "--out", "DATA"], "--data-root"),
+    (["simclr", "--dataset", "folder", "--data-root", "DATA", "--out", "."], "--data-root"),
+    (["simclr", "--out", "RUN", "--json", "RUN/log.json"], "--out"),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"), [pytest.param(*case, id=" ".join(case[0][:8])) for case in DESTRUCTIVE]
+)
+def test_an_output_that_would_replace_an_input_is_refused_nothing_written(
+    tmp_path, capsys, monkeypatch, args, named
+):
+    """Paths compared as the file system resolves them (relative, ``..``, symbolic links):
+    one line naming the output and the input, exit 2, every file as it was."""
+    from .test_node_data import graph_arrays
+
+    np.savez(tmp_path / "G.npz", **graph_arrays())
+    (tmp_path / "RUN" / "seed_0").mkdir(parents=True)
+    (tmp_path / "RUN" / "seed_0" / "encoder.pt").write_bytes(b"the run's encoder")
+    (tmp_path / "RUN" / "result.json").write_text("[]")
+    (tmp_path / "cfg.json").write_text('{"epochs": 1}')
+    (tmp_path / "DATA").mkdir()
+    np.savez(tmp_path / "DATA" / "texas.npz", **graph_arrays())
+    (tmp_path / "DATA" / "LINK.npz").symlink_to(tmp_path / "G.npz")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        if args[0] == "simclr":
+            importlib.import_module("cl2gnn.apps.simclr").main(args[1:], "cl2gnn simclr")
+        else:
+            main(args)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith(f"cl2gnn {args[0]}: error: ") and named in err, err
+    assert any(option in err for option in ("--out", "--json", "--save")), err
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before

@@ -135,7 +135,7 @@ ARGUMENT_ERRORS = [
 CONFIG_ERRORS = [
     (
         '[{"method": "grace", "out_channels": 0}]',
-        "entry 1: NodeConfig.out_channels must be an integer >= 1, got 0",
+        "entry 1: NodeConfig.out_channels must be an integer in [1, 16384], got 0",
     ),
     (
         '[{"method": "grace"}, {"method": "nope"}]',
@@ -149,7 +149,7 @@ CONFIG_ERRORS = [
     ),
     (
         '[{"method": "grace", "temperature": "0.5"}]',
-        "entry 1: NodeConfig.temperature must be a finite number > 0, got '0.5'",
+        "entry 1: NodeConfig.temperature must be a number in (0, 100], got '0.5'",
     ),
     ('[{"method": "grace", "encoder": "gin"}]', "entry 1: NodeConfig.encoder must be one of"),
     (
@@ -158,7 +158,7 @@ CONFIG_ERRORS = [
     ),
     (
         '[{"method": "grace", "num_neighbors": [10, 0]}]',
-        "entry 1: NodeConfig.num_neighbors must be a list of integers >= 1 or -1",
+        "entry 1: NodeConfig.num_neighbors must be a list of integers in [1, 2147483647] or -1",
     ),
     (  # the fields together: one fan-out per layer
         '[{"method": "grace", "layers": 2, "num_neighbors": [10, 10, 10]}]',

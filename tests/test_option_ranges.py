@@ -3,7 +3,9 @@ registered loss's temperatures and every operator's checked options (step, tempe
 ...) must be valid (a temperature large enough for float32 logits), at construction and,
 set later, at the next call;
 edge weights a degree normalisation divides by must not be negative; a loss that averages
-over pairs refuses a single row instead of returning NaN."""
+over pairs refuses a single row instead of returning NaN; every number a command or a
+configuration takes has bounds, so that 10²⁰ or 1e308 is refused in one line naming them
+instead of ending in a traceback (or an 8 GB allocation) later."""
 
 import inspect
 import math
@@ -16,6 +18,7 @@ import torch.nn.functional as F
 from cl2gnn._options import option_checks
 from cl2gnn.losses import PAIR_LOSSES
 from cl2gnn.nn import OPERATORS
+from cl2gnn.node.config import FIELDS, NodeConfig, check_field
 
 NONSENSE_TEMPERATURES = [math.inf, math.nan, 0.0, -1.0, 1e-30]
 
@@ -134,3 +137,121 @@ def test_the_spectral_loss_refuses_one_row_instead_of_nan():
     with pytest.raises(ValueError, match="at least 2"):
         loss(*views(1))
     assert torch.isfinite(loss(*views(2)))
+
+
+# -- every number a command or a configuration takes is bounded -----------------------------------
+
+HUGE = ["1e20", str(10**20), "1e308", "-1e308", str(-(10**20))]
+
+
+def numeric(action) -> bool:
+    """Whether an option reads a number (its type turns some number's text into one)."""
+    for text in ("1", "2", "4", "16", "0.5", "0", "-1"):
+        try:
+            value = action.type(text)
+        except Exception:
+            continue
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+    return False
+
+
+def command_parsers() -> dict[str, object]:
+    """Every command's parser: ``cl2gnn``'s sub-commands and the image commands (which
+    parse their own options)."""
+    import argparse
+    import importlib
+
+    from cl2gnn.apps.cli import build_parser
+
+    (commands,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parsers = {name: p for name, p in commands.choices.items() if name not in ("simclr", "simsiam")}
+
+    class Built(Exception):
+        pass
+
+    for name in ("simclr", "simsiam"):
+        module = importlib.import_module(f"cl2gnn.apps.{name}")
+
+        def capture(parser, argv, per_dataset):
+            raise Built(parser)
+
+        real, module.parse_args = module.parse_args, capture
+        try:
+            module.parse([], name)
+        except Built as built:
+            parsers[name] = built.args[0]
+        finally:
+            module.parse_args = real
+    return parsers
+
+
+NUMERIC_OPTIONS = [
+    (command, action.option_strings[0])
+    for command, parser in command_parsers().items()
+    for action in parser._actions
+    if action.option_strings and action.type is not None and numeric(action)
+]
+
+
+def test_the_numeric_options_found_are_every_commands():
+    found = set(NUMERIC_OPTIONS)
+    assert {("node", "--epochs"), ("node", "--probe-timeout"), ("verify", "--nodes")} <= found
+    assert {("simclr", "--batch-size"), ("simsiam", "--warmup-stages")} <= found
+    assert len(found) >= 35
+
+
+@pytest.mark.parametrize(("command", "option"), NUMERIC_OPTIONS, ids="{0[0]} {0[1]}".format)
+@pytest.mark.parametrize("value", HUGE)
+def test_a_huge_number_is_refused_in_one_line_naming_the_option(
+    command, option, value, capsys, monkeypatch
+):
+    """10²⁰ or 1e308 anywhere: refused while parsing (``prog: error: argument --x: ...``,
+    exit 2), never a traceback later (only the parsing runs here: a value it lets through
+    would start the command)."""
+    import importlib
+
+    from cl2gnn.apps.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_info:
+        if command in ("simclr", "simsiam"):
+            importlib.import_module(f"cl2gnn.apps.{command}").parse([option, value], command)
+        else:
+            build_parser().parse_args([command, option, value])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.splitlines()) == 1, err
+    assert f"argument {option}" in err, err
+
+
+def numeric_field(name: str) -> bool:
+    for value in (1, 2, 16, 0.5, 0):
+        try:
+            checked = check_field(name, value)
+        except ValueError:
+            continue
+        if isinstance(checked, int | float) and not isinstance(checked, bool):
+            return True
+    return False
+
+
+NUMERIC_FIELDS = [name for name in FIELDS if numeric_field(name)]
+
+
+def test_the_numeric_fields_found_are_every_one():
+    assert {"epochs", "layers", "out_channels", "weight_decay", "samples_per_node"} <= set(
+        NUMERIC_FIELDS
+    )
+
+
+@pytest.mark.parametrize("name", NUMERIC_FIELDS)
+@pytest.mark.parametrize("value", [10**20, 1e308, -1e308, -(10**20)])
+def test_a_huge_number_in_a_configuration_field_is_refused_naming_the_bound(name, value):
+    with pytest.raises(ValueError, match=rf"NodeConfig\.{name} must be .*in [\[(]"):
+        check_field(name, value)
+
+
+def test_samples_per_node_is_bounded_naming_the_bound():
+    """GraphACL draws that many neighbors and negatives per node and step: 10**6 on any graph
+    is refused, naming what is allowed."""
+    with pytest.raises(ValueError, match=r"samples_per_node must be .*1024"):
+        NodeConfig(samples_per_node=10**6)

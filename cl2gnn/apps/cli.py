@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
 import json
 import os
 import platform
+import shutil
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -16,7 +16,7 @@ from cl2gnn import _files
 from cl2gnn._torchrun import MODES, launched_by_torchrun
 from cl2gnn.datasets.names import DATASETS, EMBEDDED, PRESETS
 
-from . import cmdline
+from . import cmdline, run_folder
 from .dynamics.names import STUDY_NAMES
 
 
@@ -93,13 +93,23 @@ def _node(args: argparse.Namespace) -> int:
         "num_neighbors": args.num_neighbors,
         "distributed": args.distributed,
     }
-    # rank 0 writes the saved runs: it owns the folder (a second live run is refused)
-    owner = args.save is not None and int(os.environ.get("RANK", "0")) == 0
-    with _files.locked_folder(args.save) if owner else contextlib.nullcontext():
-        return _run_node(args, fields)
+    # rank 0 writes the saved runs: it owns the folder (a second live run is refused), and
+    # writes the run into a staging folder that replaces an earlier run (--overwrite) whole
+    if args.save is None or int(os.environ.get("RANK", "0")) != 0:
+        return _run_node(args, fields, None)
+    with _files.locked_folder(args.save, subfolders=run_folder.owns) as folder:
+        if not args.resume:  # continuing the earlier run is what --resume asks for
+            run_folder.check_no_earlier_run(folder, args.overwrite)
+        with _files.replaced_as_a_whole(folder, run_folder.owns, run_folder.RESULT) as staging:
+            status = _run_node(args, fields, staging, folder)
+        # finished and in place: an interrupted run's periodic checkpoints are done with
+        shutil.rmtree(Path(folder) / run_folder.CHECKPOINTS, ignore_errors=True)
+        return status
 
 
-def _run_node(args: argparse.Namespace, fields: dict) -> int:
+def _run_node(
+    args: argparse.Namespace, fields: dict, save: Path | None, folder: Path | None = None
+) -> int:
     from .node import format_table, run_node
 
     results = run_node(
@@ -114,18 +124,19 @@ def _run_node(args: argparse.Namespace, fields: dict) -> int:
         first_seed=args.seed,
         probe_timeout=args.probe_timeout,
         config=args.config,
-        save=args.save,
+        save=save,
         auto_budget=args.auto_budget,
         resume=args.resume,
         checkpoint_every=args.checkpoint_every,
+        run_folder=folder,
         **fields,
     )
     if results:  # under torchrun, rank 0 alone reports
         print(format_table(results))
         if args.json:
             _files.write_text_atomic(args.json, json.dumps(results[0], indent=2))
-        if args.save:
-            _files.write_text_atomic(Path(args.save) / "result.json", json.dumps(results, indent=2))
+        if save is not None:
+            _files.write_text_atomic(save / run_folder.RESULT, json.dumps(results, indent=2))
     return 0
 
 
@@ -167,6 +178,10 @@ def _check_node(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
             if len(value) > 2:
                 parser.error(f"{option} takes one probability (both views) or two, got {value}")
             setattr(args, name, tuple(value) if len(value) == 2 else value[0])
+    if args.overwrite and args.save is None:
+        parser.error(
+            "argument --overwrite: needs --save (the folder whose earlier run it replaces)"
+        )
     # one fan-out per layer: here where the depth is given; else the method's configuration
     # knows it (DGI's and MVGRL's are one layer deep), and the run refuses before training
     layers = args.layers or (args.config or {}).get("layers")
@@ -201,10 +216,11 @@ def _simulate(args: argparse.Namespace) -> int:
         print("\n".join(STUDIES))
         return 0
     names = list(STUDIES) if args.study == "all" else [args.study]
-    for name in names:
-        result = run_study(name, args.out, args.steps, args.seed)
-        print(f"{name}: " + json.dumps(result.metrics))
-        print("  wrote " + ", ".join([*result.figures, str(Path(args.out) / f"{name}.json")]))
+    with _files.locked_folder(args.out):  # one live run; a killed one's staging cleared
+        for name in names:
+            result = run_study(name, args.out, args.steps, args.seed)
+            print(f"{name}: " + json.dumps(result.metrics))
+            print("  wrote " + ", ".join([*result.figures, str(Path(args.out) / f"{name}.json")]))
     return 0
 
 
@@ -248,11 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", help="check forward == x - step * grad(energy) for every operator"
     )
     verify.add_argument("--device", type=cmdline.device, default="cpu")
-    # pairs of views, and a quarter of the nodes as sampled keys: 4 at least
-    verify.add_argument("--nodes", type=cmdline.int_range(4), default=64)
-    verify.add_argument("--dim", type=cmdline.positive_int, default=16)
+    # pairs of views, and a quarter of the nodes as sampled keys: 4 at least; the float64
+    # references are dense (N x N), so 4096 at most
+    verify.add_argument("--nodes", type=cmdline.int_range(4, 4096), default=64)
+    verify.add_argument("--dim", type=cmdline.int_range(1, 4096), default=16)
     verify.add_argument("--seed", type=cmdline.seed, default=0)
-    verify.add_argument("--tol", type=cmdline.positive_float, default=1e-10)
+    verify.add_argument("--tol", type=cmdline.float_range(0.0, 1.0, above=True), default=1e-10)
     verify.add_argument(
         "--json", type=cmdline.output_file, help="write the errors to this JSON file"
     )
@@ -287,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--auto-budget",
-        type=cmdline.positive_float,
+        type=cmdline.seconds,
         metavar="SECONDS",
         help="with auto: start no further candidate after this long (default: no limit)",
     )
@@ -299,7 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--seeds",
-        type=cmdline.positive_int,
+        type=cmdline.int_range(1, 10_000),
         help="how many seeds, from --seed on (default: one per shipped split under the splits "
         "protocol, else 10)",
     )
@@ -423,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     node.add_argument(
         "--probe-timeout",
-        type=cmdline.positive_float,
+        type=cmdline.seconds,
         metavar="SECONDS",
         help="under torchrun: how long the other processes wait for rank 0's probe of each "
         "seed (default: $CL2GNN_WAIT_TIMEOUT, else 14400)",
@@ -432,11 +449,18 @@ def build_parser() -> argparse.ArgumentParser:
     node.add_argument("--json", type=cmdline.output_file, help="write the result to this JSON file")
     node.add_argument(
         "--save",
-        type=cmdline.output_dir,
+        type=cmdline.run_folder(run_folder.owns),
         metavar="DIR",
         help="write each seed's trained encoder, embeddings and losses to DIR/seed_<k>/ "
         "(encoder.pt, embeddings.pt, losses.csv, losses.png) and the result to "
-        "DIR/result.json",
+        "DIR/result.json, all once the run has finished; a DIR holding an earlier run is "
+        "refused unless --overwrite",
+    )
+    node.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --save: replace the earlier run in DIR (its result.json and seed_<k> "
+        "folders, as a whole, once this run has finished; DIR's other files stay)",
     )
     node.add_argument(
         "--resume",
@@ -484,7 +508,9 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("study", nargs="?", choices=(*STUDY_NAMES, "all"), help="a study, or all")
     which.add_argument("--list", action="store_true", help="print the study names")
     simulate.add_argument("--out", type=cmdline.output_dir, default="runs/simulate")
-    simulate.add_argument("--steps", type=cmdline.positive_int, help="override the study's default")
+    simulate.add_argument(
+        "--steps", type=cmdline.int_range(1, 100_000), help="override the study's default"
+    )
     simulate.add_argument("--seed", type=cmdline.seed, default=0)
     simulate.set_defaults(func=_simulate)
 
@@ -502,6 +528,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, summary in PRETRAIN.items():
         command = sub.add_parser(name, help=summary, add_help=False)
         command.add_argument("options", nargs=argparse.REMAINDER)
+    for command in sub.choices.values():  # whose options check_paths reads
+        command.set_defaults(command_parser=command)
     return parser
 
 
@@ -515,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = build_parser()
     args = parser.parse_args(argv)
+    cmdline.check_paths(args.command_parser, args)
     if hasattr(args, "check"):
         args.check(parser, args)
     with cmdline.user_errors(f"{parser.prog} {args.command}"):

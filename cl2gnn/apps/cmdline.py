@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -19,6 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
+
+from cl2gnn._limits import COUNT_MAX, FLOAT32_MAX
 
 DEBUG_VARIABLE = "CL2GNN_DEBUG"  # "1": let errors raise with their traceback
 
@@ -44,9 +45,9 @@ def fail(prog: str, message: str) -> NoReturn:
     raise SystemExit(2)
 
 
-def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer in ``[low, high]`` (``high=None``: no upper bound)."""
-    allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
+def int_range(low: int, high: int = COUNT_MAX) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[low, high]``."""
+    allowed = f"in [{low}, {high}]"
 
     def parse(text: str) -> int:
         try:
@@ -55,7 +56,7 @@ def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(
                 f"must be an integer {allowed}, got {text!r}"
             ) from None
-        if value < low or (high is not None and value > high):
+        if not low <= value <= high:
             raise argparse.ArgumentTypeError(f"must be an integer {allowed}, got {text}")
         return value
 
@@ -67,38 +68,26 @@ non_negative_int = int_range(0)
 seed = int_range(0, 2**32 - 1)  # what numpy and scikit-learn accept as a seed
 
 
-def _finite_float(text: str, allowed: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number {allowed}, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number {allowed}, got {text}")
-    return value
+def float_range(low: float, high: float, *, above: bool = False) -> Callable[[str], float]:
+    """An argparse type: a finite number in ``[low, high]`` (``above``: ``(low, high]``)."""
+    allowed = f"in {'(' if above else '['}{low:g}, {high:g}]"
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a number {allowed}, got {text!r}") from None
+        if not (low < value if above else low <= value) or not value <= high:  # NaN fails too
+            raise argparse.ArgumentTypeError(f"must be a number {allowed}, got {text}")
+        return value
+
+    return parse
 
 
-def positive_float(text: str) -> float:
-    """An argparse type: a finite number > 0 (a learning rate, a temperature, a tolerance)."""
-    value = _finite_float(text, "> 0")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """An argparse type: a finite number >= 0 (a weight decay, a loss weight)."""
-    value = _finite_float(text, ">= 0")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return value
-
-
-def probability(text: str) -> float:
-    """An argparse type: a number in [0, 1] (a drop rate, a mask fraction)."""
-    value = _finite_float(text, "in [0, 1]")
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text}")
-    return value
+positive_float = float_range(0.0, FLOAT32_MAX, above=True)
+non_negative_float = float_range(0.0, FLOAT32_MAX)
+probability = float_range(0.0, 1.0)  # a drop rate, a mask fraction
+seconds = float_range(0.0, 7 * 24 * 3600.0, above=True)  # a wait or a budget: up to a week
 
 
 def existing_path(text: str) -> str:
@@ -150,6 +139,80 @@ def _check_parents(path: Path, text: str) -> None:
             if not os.access(parent, os.W_OK):
                 raise argparse.ArgumentTypeError(f"{str(parent)!r} in {text!r} is not writable")
             return
+
+
+def run_folder(owns: Callable[[str], bool]) -> Callable[[str], str]:
+    """An argparse type: :func:`output_dir` for a run that replaces the entries of its folder
+    that ``owns`` names (``checkpoint.pt``, ``seed_<k>``); no other output may lie there."""
+
+    def parse(text: str) -> str:
+        return output_dir(text)
+
+    parse.owns = owns
+    parse.__name__ = "folder"
+    return parse
+
+
+def _resolved(text: str) -> Path:
+    """``text`` as the file system names it: relative paths, ``..`` and symbolic links
+    resolved (as far as the path exists)."""
+    return Path(text).expanduser().resolve()
+
+
+def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse (``parser.error``: one line, exit 2, before any work) an output that would
+    replace what the command reads or another output writes, the paths compared once
+    resolved:
+
+    * an output that is an input (a file or a folder);
+    * an output folder that holds an input (its run writes and clears entries there);
+    * an output file inside an input folder, where a file already is;
+    * an output file among the entries another output's run folder replaces
+      (:func:`run_folder`'s ``owns``).
+
+    The options are told apart by their types: :func:`existing_path`,
+    :func:`dataset_argument` (a ``.npz`` path) and :func:`config_file` read; :func:`output_file`,
+    :func:`output_dir` and :func:`run_folder` write."""
+    inputs, outputs = [], []
+    for action in parser._actions:
+        value = getattr(args, action.dest, None)
+        if not action.option_strings or value is None:
+            continue
+        option, kind, owns = (
+            action.option_strings[0],
+            action.type,
+            getattr(action.type, "owns", None),
+        )
+        if kind in (existing_path, dataset_argument, config_file):
+            text = getattr(value, "path", value)  # a --config file's fields remember it
+            if kind is not dataset_argument or text.endswith(".npz"):  # else a name
+                inputs.append((option, text, _resolved(text)))
+        elif kind in (output_file, output_dir) or owns is not None:
+            outputs.append((option, value, _resolved(value), kind is not output_file, owns))
+    for option, text, path, folder, _ in outputs:
+        for read, read_text, source in inputs:
+            if path == source:
+                parser.error(
+                    f"argument {option}: {text!r} is what {read} reads; choose another path"
+                )
+            if folder and source.is_relative_to(path):
+                parser.error(
+                    f"argument {option}: {text!r} holds {read_text!r}, which {read} reads; "
+                    "choose a folder that does not hold the input"
+                )
+            if not folder and path.is_relative_to(source) and path.exists():
+                parser.error(
+                    f"argument {option}: {text!r} would replace a file in {read_text!r}, "
+                    f"which {read} reads; choose a path outside it"
+                )
+        for writer, writer_text, run, _, owns in outputs:
+            if owns is None or writer == option or not path.is_relative_to(run) or path == run:
+                continue
+            if owns(path.relative_to(run).parts[0]):
+                parser.error(
+                    f"argument {option}: {text!r} is among what {writer} {writer_text!r} "
+                    "replaces with each run; choose a path outside it"
+                )
 
 
 FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -308,6 +371,15 @@ def config_file(text: str) -> dict:
     if not isinstance(entries, dict):
         raise argparse.ArgumentTypeError(f"{text}: must hold a mapping of NodeConfig fields")
     try:
-        return {name: check_field(name, value) for name, value in entries.items()}
+        return FileFields({name: check_field(name, value) for name, value in entries.items()}, text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{text}: {error}") from None
+
+
+class FileFields(dict):
+    """A file's mapping of fields (:func:`config_file`), which remembers the file's ``path``:
+    an input that no output may replace (:func:`check_paths`)."""
+
+    def __init__(self, fields: dict, path: str) -> None:
+        super().__init__(fields)
+        self.path = path

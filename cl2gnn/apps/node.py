@@ -15,7 +15,7 @@ from cl2gnn.datasets import load_node_dataset
 from cl2gnn.distributed import rank_and_world
 from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
 from cl2gnn.node.auto import candidate_table, choose_method, scoring_seeds
-from cl2gnn.node.checkpoint import CHECKPOINT
+from cl2gnn.node.checkpoint import CHECKPOINT, write_checkpoint
 from cl2gnn.node.config import check_field
 from cl2gnn.node.defaults import default_config
 from cl2gnn.node.evaluate import (
@@ -28,6 +28,8 @@ from cl2gnn.node.evaluate import (
 from cl2gnn.node.inputs import check_labels
 from cl2gnn.node.names import AUTO
 from cl2gnn.node.train import train_node_model
+
+from . import run_folder
 
 # the trivial baselines a method must beat: the probe on the raw features (L2-normalised, as
 # the embeddings are, and standardised), and the encoder with the method's configuration and
@@ -97,16 +99,27 @@ def check_probe(data, protocols: tuple[str, ...], seeds: range) -> None:
                 )
 
 
-def resumable_seeds(save: str | None, seeds: range) -> set[int]:
-    """The seeds of ``seeds`` whose folder in ``save`` holds a checkpoint to resume from;
-    ``ValueError`` if none does."""
-    if save is None:
+def checkpoint_folder(folder: str | Path, seed: int) -> Path:
+    """Where seed ``seed``'s periodic checkpoint goes while a run into ``folder`` trains."""
+    return Path(folder) / run_folder.CHECKPOINTS / f"seed_{seed}"
+
+
+def resume_folders(folder: str | None, seeds: range) -> dict[int, Path]:
+    """The folder each seed of ``seeds`` resumes from, in the run folder ``folder``: an
+    interrupted run's periodic checkpoint (:func:`checkpoint_folder`) before a finished
+    run's ``seed_<k>/``; ``ValueError`` if no seed has either."""
+    if folder is None:
         raise ValueError("resume: continues the run in save, a folder (--save DIR)")
-    found = {seed for seed in seeds if (Path(save) / f"seed_{seed}" / CHECKPOINT).is_file()}
+    found = {}
+    for seed in seeds:
+        for place in (checkpoint_folder(folder, seed), Path(folder) / f"seed_{seed}"):
+            if (place / CHECKPOINT).is_file():
+                found[seed] = place
+                break
     if not found:
         raise ValueError(
-            f"{save}: holds no seed_<k>/{CHECKPOINT} of seeds {seeds.start} to {seeds.stop - 1} "
-            "to resume from"
+            f"{folder}: holds no seed_<k>/{CHECKPOINT} of seeds {seeds.start} to "
+            f"{seeds.stop - 1} to resume from"
         )
     return found
 
@@ -128,6 +141,7 @@ def run_node(
     auto_budget: float | None = None,
     resume: bool = False,
     checkpoint_every: int = 0,
+    run_folder: str | Path | None = None,
     **fields,
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
@@ -144,9 +158,11 @@ def run_node(
     :class:`~cl2gnn.node.NodeConfig` fields, ``None`` keeping the default. ``baselines``
     adds each of :data:`BASELINES`, scored on the same splits, under ``"baselines"``.
     ``save``: a folder for each seed's trained encoder, embeddings, losses and state
-    (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`); ``checkpoint_every``
-    also writes each seed's state there every that many epochs, and ``resume`` continues
-    each seed from its ``checkpoint.pt`` where it has one (a named method only).
+    (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`). ``run_folder`` (default:
+    ``save``) is the run's own folder where ``save`` stages it: ``checkpoint_every`` writes
+    each seed's state there every that many epochs (:func:`checkpoint_folder`), and
+    ``resume`` continues each seed from the checkpoint it has there
+    (:func:`resume_folders`; a named method only).
 
 
     Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
@@ -173,7 +189,8 @@ def run_node(
         )
     seed_range = range(first_seed, first_seed + seeds)
     check_probe(data, protocols, seed_range)
-    resumed = resumable_seeds(save, seed_range) if resume else set()
+    run_folder = save if run_folder is None else run_folder
+    resumed = resume_folders(run_folder, seed_range) if resume else {}
     metric = metric_for(data.y)
     rank, _ = rank_and_world()
     progress = progress and rank == 0
@@ -197,7 +214,7 @@ def run_node(
             if choice is not None and seed in choice.results:  # trained while choosing
                 result = choice.results[seed]
             else:
-                folder = None if save is None else Path(save) / f"seed_{seed}"
+                periodic = checkpoint_folder(run_folder, seed) if checkpoint_every else None
                 result = train_node_model(
                     data,
                     method,
@@ -205,8 +222,8 @@ def run_node(
                     seed=seed,
                     device=device,
                     progress=False,
-                    resume=folder if seed in resumed else None,
-                    checkpoint=folder if checkpoint_every else None,
+                    resume=resumed.get(seed),
+                    checkpoint=periodic,
                     checkpoint_every=checkpoint_every,
                 )
             epoch_ms.append(result.epoch_ms)
@@ -221,6 +238,9 @@ def run_node(
                 _probe(scores, data, protocols, seed, metric, embeddings, baselines)
                 if save is not None:
                     result.save(save)
+                if checkpoint_every and result.checkpoint is not None:
+                    # a finished seed: a killed run's --resume goes on with the next one
+                    write_checkpoint(checkpoint_folder(run_folder, seed), result.checkpoint)
             wait_for_rank_zero(  # the others wait here, not in the next seed's collectives
                 group,
                 f"rank 0's probe of seed {seed}",

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from cl2gnn.vision.train import Pretrainer
 
 DIGITS_STATS = ((0.31,), (0.40,))  # mean / std of scikit-learn's digits in [0, 1]
+RUN_FILES = ("checkpoint.pt", "log.json")  # what a run writes into --out (and replaces)
+# the options' bounds: a million epochs, and a batch of 2**20 images (the whole of
+# ImageNet-1k's training set fits in 2**21), beyond any run's
+MAX_EPOCHS, MAX_BATCH = 10**6, 2**20
 # the monitor's k = 200 exceeds a digits class (about 144 training images): k = 20 there
 KNN_K = {"digits": 20}
 
@@ -51,16 +55,18 @@ def common_parser(
         help="dataset folder (default: $CL2GNN_DATA or download)",
     )
     parser.add_argument("--arch", choices=ARCHS, help="default: convnet for digits, else resnet18")
-    parser.add_argument("--epochs", type=cmdline.positive_int)
+    parser.add_argument("--epochs", type=cmdline.int_range(1, MAX_EPOCHS))
     parser.add_argument(
         "--batch-size",
-        type=cmdline.int_range(min_batch),
+        type=cmdline.int_range(min_batch, MAX_BATCH),
         help="images per step, over all processes under torchrun",
     )
     parser.add_argument(
-        "--lr", type=cmdline.positive_float, help="base learning rate per 256 images"
+        "--lr",
+        type=cmdline.float_range(0.0, 10.0, above=True),
+        help="base learning rate per 256 images",
     )
-    parser.add_argument("--weight-decay", type=cmdline.non_negative_float)
+    parser.add_argument("--weight-decay", type=cmdline.float_range(0.0, 1.0))
     parser.add_argument("--optimizer", choices=("sgd", "lars"), default="sgd")
     parser.add_argument(
         "--subset",
@@ -73,7 +79,9 @@ def common_parser(
     )
     parser.add_argument("--compile", action="store_true", help="torch.compile (CUDA only)")
     parser.add_argument(
-        "--out", type=cmdline.output_dir, help="folder for checkpoint.pt and log.json"
+        "--out",
+        type=cmdline.run_folder(RUN_FILES.__contains__),
+        help="folder for " + " and ".join(RUN_FILES),
     )
     parser.add_argument("--resume", action="store_true", help="continue from --out/checkpoint.pt")
     parser.add_argument(
@@ -98,6 +106,7 @@ def parse_args(
     """Parse ``argv``, fill the dataset's defaults and refuse the combinations no single
     option's type can see (``prog: error: ...``, exit 2)."""
     args = parser.parse_args(argv)
+    cmdline.check_paths(parser, args)
     apply_defaults(args, per_dataset)
     if args.dataset == "folder" and args.data_root is None:
         parser.error("--dataset folder needs --data-root")
@@ -273,7 +282,7 @@ def resume(trainer: Pretrainer, checkpoint: Path) -> None:
             f"{checkpoint}: refused: it holds more than tensors and plain values, and loading "
             f"it could run code ({refused[0]})"
         ) from None
-    except (RuntimeError, KeyError, EOFError) as error:
+    except (RuntimeError, KeyError, TypeError, EOFError) as error:
         raise ValueError(f"{checkpoint}: cannot resume from it: {first_line(error)}") from error
 
 

@@ -44,11 +44,13 @@ def parse(
     # a batch of one image has no negatives: the loss is 0 whatever the encoder
     parser = common_parser(__doc__.split("\n\n")[0], min_batch=2, prog=prog)
     parser.add_argument(
-        "--temperature", type=cmdline.positive_float, help="default: 0.2 digits, 0.5 images"
+        "--temperature",
+        type=cmdline.float_range(0.0, 100.0, above=True),
+        help="default: 0.2 digits, 0.5 images",
     )
     parser.add_argument(
         "--attention",
-        type=cmdline.non_negative_float,
+        type=cmdline.float_range(0.0, 100.0),
         metavar="BETA",
         help="attention alignment of sharpness BETA (0: plain InfoNCE)",
     )

@@ -12,7 +12,9 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from . import cmdline  # torch-free: torch loads once the options are checked
-from .pretrain import common_parser, parse_args, pretrain_main
+from .pretrain import MAX_EPOCHS, common_parser, parse_args, pretrain_main
+
+MAX_STAGES = 100  # the memory holds every training image's features once per stage
 
 PER_DATASET = {
     "digits": {"arch": "convnet", "epochs": 20, "batch_size": 256, "lr": 0.4, "weight_decay": 5e-4},
@@ -27,16 +29,16 @@ PER_DATASET = {
 
 
 def stages(text: str) -> int:
-    """An argparse type: 0 (no memory) or at least 2 stages — one stage is the current
-    features alone, plain SimSiam."""
+    """An argparse type: 0 (no memory) or 2 … :data:`MAX_STAGES` stages — one stage is the
+    current features alone, plain SimSiam."""
     try:
         value = int(text)
     except ValueError:
         value = None
-    if value is None or value < 0 or value == 1:
+    if value is None or not (value == 0 or 2 <= value <= MAX_STAGES):
         raise argparse.ArgumentTypeError(
-            "must be 0 (off) or an integer >= 2 (one stage is the current epoch alone: "
-            f"plain SimSiam), got {text!r}"
+            f"must be 0 (off) or an integer in [2, {MAX_STAGES}] (one stage is the current "
+            f"epoch alone: plain SimSiam), got {text!r}"
         )
     return value
 
@@ -49,7 +51,7 @@ def parse(
     parser.add_argument("--multistage", type=stages, default=0, metavar="S")
     parser.add_argument(
         "--warmup-stages",
-        type=cmdline.non_negative_int,
+        type=cmdline.int_range(0, MAX_EPOCHS),
         help="epochs before the memory is used (default: a quarter of the epochs)",
     )
     parser.add_argument("--memory-dtype", choices=("float32", "bfloat16"), default="float32")

@@ -8,7 +8,13 @@ evaluation of GNNs under heterophily"), the format of PyG's ``HeterophilousGraph
   be given as ``[N]``).
 
 Any file with these keys loads, so a user's own graph runs like the shipped ones; a file
-that breaks the format raises ``ValueError`` naming the file and the problem.
+that breaks the format raises ``ValueError`` naming the file and the problem, before
+anything of a size the file declares is allocated: a member's ``.npy`` header is checked
+against the bytes the member holds, and the compressed members may inflate to
+:data:`MAX_INFLATED_BYTES` in all (1 GiB; ``$CL2GNN_NPZ_MAX_INFLATED_BYTES`` or
+``max_inflated_bytes=`` raise it for a larger graph), so that a file of a few megabytes
+cannot make the reader allocate gigabytes (a stored member costs no more than the file's own
+bytes).
 :func:`write_npz` writes a PyG ``Data`` in the format, chunk by chunk (a generated graph of
 ogbn-products' size included).
 """
@@ -16,6 +22,7 @@ ogbn-products' size included).
 from __future__ import annotations
 
 import math
+import os
 import zipfile
 import zlib
 from pathlib import Path
@@ -31,6 +38,11 @@ from .._validation import check_integer
 
 KEYS = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
 MASKS = ("train_masks", "val_masks", "test_masks")
+# what the compressed members may inflate to, in all: 36x the largest graph shipped in the
+# format (actor's 29 MB, 218 times its compressed size), where a 14 MB deflate "bomb" may
+# declare 3 GB
+MAX_INFLATED_BYTES = 1 << 30
+LIMIT_VARIABLE = "CL2GNN_NPZ_MAX_INFLATED_BYTES"
 
 
 def _split_masks(raw, path: Path, num_nodes: int) -> list[np.ndarray]:
@@ -60,6 +72,43 @@ def _split_masks(raw, path: Path, num_nodes: int) -> list[np.ndarray]:
     return masks
 
 
+def inflation_limit(max_inflated_bytes: int | None = None) -> int:
+    """``max_inflated_bytes``, else ``$CL2GNN_NPZ_MAX_INFLATED_BYTES``, else
+    :data:`MAX_INFLATED_BYTES`; ``ValueError`` naming the source unless a byte count >= 1."""
+    source, value = "max_inflated_bytes", max_inflated_bytes
+    if value is None and os.environ.get(LIMIT_VARIABLE):
+        source, value = f"${LIMIT_VARIABLE}", os.environ[LIMIT_VARIABLE]
+        try:
+            value = int(value)
+        except ValueError:
+            raise ValueError(f"{source} must be a number of bytes, got {value!r}") from None
+    if value is None:
+        return MAX_INFLATED_BYTES
+    check_integer(value, source, 1)
+    return value
+
+
+def _check_inflated_sizes(archive: zipfile.ZipFile, path: Path, limit: int) -> None:
+    """The sizes the compressed members read inflate to (as the archive states them: reading
+    stops there) against ``limit``, before any is inflated."""
+    read = {*KEYS, *(f"{key}.npy" for key in KEYS)}
+    compressed = [
+        i
+        for i in archive.infolist()
+        if i.filename in read and i.compress_type != zipfile.ZIP_STORED
+    ]
+    total = 0
+    for info in sorted(compressed, key=lambda i: -i.file_size):
+        total += info.file_size
+        if total > limit:
+            raise ValueError(
+                f"{path}: {info.filename} inflates to {info.file_size:,} bytes from "
+                f"{info.compress_size:,}"
+                f", past the {limit:,} bytes the compressed members may inflate to in all; "
+                f"set {LIMIT_VARIABLE} to read it"
+            )
+
+
 def _check_declared_sizes(archive: zipfile.ZipFile, path: Path) -> None:
     """Each member's ``.npy`` header against the bytes it holds, before NumPy allocates the
     shape the header declares (a header may declare 10¹⁸ elements in a file of a few
@@ -84,13 +133,17 @@ def _check_declared_sizes(archive: zipfile.ZipFile, path: Path) -> None:
             )
 
 
-def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
+def read_npz_graph(
+    path: str | Path, name: str | None = None, *, max_inflated_bytes: int | None = None
+) -> Data:
     """A PyG ``Data`` (``x``, undirected ``edge_index``, ``y``; ``train_mask``,
     ``val_mask``, ``test_mask`` of shape ``[N, S]``, one column per split, as PyG's
     heterophilous datasets hold them) from a file in the format above; ``name`` defaults to
     the file's name (``graph.npz``: never a published dataset's name, so a user's file gets
-    the defaults for graphs without a published configuration)."""
+    the defaults for graphs without a published configuration). ``max_inflated_bytes``:
+    what the compressed members may inflate to in all (:func:`inflation_limit`)."""
     path = Path(path)
+    limit = inflation_limit(max_inflated_bytes)
     try:
         raw = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as error:
@@ -103,6 +156,7 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
             raise ValueError(
                 f"{path}: missing key(s) {', '.join(missing)}; needs {', '.join(KEYS)}"
             )
+        _check_inflated_sizes(raw.zip, path, limit)
         try:  # a damaged member fails only when it is read
             _check_declared_sizes(raw.zip, path)
             arrays = {key: raw[key] for key in KEYS}
@@ -130,10 +184,10 @@ def read_npz_graph(path: str | Path, name: str | None = None) -> Data:
             raise ValueError(
                 f"{path}: node_labels must be {n} integers, got {y.dtype} {list(y.shape)}"
             )
-        if n == 0 or y.min() < 0 or y.max() > np.iinfo(np.int64).max:
+        if n == 0 or y.min() < 0 or y.max() >= n:  # C <= N: nothing sized by a label is large
             raise ValueError(
-                f"{path}: node_labels out of range: labels must be 0 … C-1, got values in "
-                f"{y.min() if n else '-'} … {y.max() if n else '-'}"
+                f"{path}: node_labels out of range: labels must be 0 … C-1 with C at most the "
+                f"{n} nodes, got values in {y.min() if n else '-'} … {y.max() if n else '-'}"
             )
         if np.unique(y).size < 2:
             raise ValueError(f"{path}: node_labels hold a single class; a probe needs two")

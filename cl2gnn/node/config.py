@@ -10,6 +10,7 @@ import numbers
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
+from .._limits import COUNT_MAX
 from .._torchrun import MODES
 from .names import ACTIVATIONS, CENTRALITIES, EMBEDDINGS, ENCODERS, MATMUL_DTYPES
 
@@ -131,25 +132,23 @@ class NodeConfig:
         return asdict(self)
 
 
-def _integer(low: int, optional: bool = False) -> Callable[[object], object]:
-    allowed = f"an integer >= {low}" + (" or None" if optional else "")
+def _integer(low: int, high: int, optional: bool = False) -> Callable[[object], object]:
+    allowed = f"an integer in [{low}, {high}]" + (" or None" if optional else "")
 
     def check(value):
         if value is None and optional:
             return None
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise ValueError(f"must be {allowed}")
+        if not low <= value <= high:
             raise ValueError(f"must be {allowed}")
         return int(value)
 
     return check
 
 
-def _number(low: float, high: float = math.inf, *, open_low: bool = False):
-    allowed = (
-        f"a number in [{low:g}, {high:g}]"
-        if math.isfinite(high)
-        else f"a finite number {'>' if open_low else '>='} {low:g}"
-    )
+def _number(low: float, high: float, *, open_low: bool = False):
+    allowed = f"a number in {'(' if open_low else '['}{low:g}, {high:g}]"
 
     def check(value):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -200,53 +199,62 @@ def _fan_outs(value):
     """Neighbors sampled per node at each hop: integers >= 1, or -1 for all; ``None``."""
     if value is None:
         return None
-    allowed = "a list of integers >= 1 or -1 (all), one per layer, or None"
+    allowed = f"a list of integers in [1, {COUNT_MAX}] or -1 (all), one per layer, or None"
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)) or not value:
         raise ValueError(f"must be {allowed}")
     for v in value:
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not (v >= 1 or v == -1):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise ValueError(f"must be {allowed}")
+        if not (1 <= v <= COUNT_MAX or v == -1):
             raise ValueError(f"must be {allowed}")
     return tuple(int(v) for v in value)
 
 
-positive_number = _number(0.0, open_low=True)
-non_negative_number = _number(0.0)
+# the bounds of the fields, each past any published configuration by a wide margin: a run
+# of a million epochs; 256 layers (the depth studies go to 64); a layer 16,384 wide (the
+# widest published, GraphACL's, is 8,192); a learning rate of 1 (Adam moves every weight by
+# about that much a step) and a weight decay of 1; a temperature of 100 (unit rows' logits
+# then all lie within 0.01 of 0); a loss weight of 1,000; 1,024 of GraphACL's neighbors and
+# negatives per node and step (its authors draw 5 to 10: each one is N more pairs a step);
+# counts the graph bounds at run time (keys, a batch, clusters, a fan-out, a diffusion's
+# in-edges) at what an int32 index holds
+MAX_EPOCHS, MAX_DEPTH, MAX_WIDTH, MAX_SAMPLES = 10**6, 256, 16_384, 1024
 # what each field allows: the one place a configuration is checked (the command, --config
 # files and the benchmarks' configuration lists all go through check_field)
 FIELDS: dict[str, Callable[[object], object]] = {
-    "learning_rate": positive_number,
-    "out_channels": _integer(1),
-    "proj_hidden": _integer(1),
+    "learning_rate": _number(0.0, 1.0, open_low=True),
+    "out_channels": _integer(1, MAX_WIDTH),
+    "proj_hidden": _integer(1, MAX_WIDTH),
     "activation": _one_of(ACTIVATIONS),
     "drop_edge": _pair,
     "drop_feature": _pair,
-    "temperature": positive_number,
-    "epochs": _integer(0),
-    "weight_decay": non_negative_number,
+    "temperature": _number(0.0, 100.0, open_low=True),
+    "epochs": _integer(0, MAX_EPOCHS),
+    "weight_decay": _number(0.0, 1.0),
     "encoder": _one_of(ENCODERS),
-    "layers": _integer(1),
+    "layers": _integer(1, MAX_DEPTH),
     "embedding": _one_of(EMBEDDINGS),
-    "neighbor_weight": positive_number,
-    "clusters": _integer(1),
+    "neighbor_weight": _number(0.0, 1000.0, open_low=True),
+    "clusters": _integer(1, COUNT_MAX),
     "normalize_features": _boolean,
-    "num_keys": _integer(1, optional=True),
-    "batch_size": _integer(1, optional=True),
+    "num_keys": _integer(1, COUNT_MAX, optional=True),
+    "batch_size": _integer(1, COUNT_MAX, optional=True),
     "num_neighbors": _fan_outs,
     "distributed": _one_of(MODES),
-    "hidden_channels": _integer(1, optional=True),
+    "hidden_channels": _integer(1, MAX_WIDTH, optional=True),
     "out_activation": _boolean,
     "batch_norm": _boolean,
     "self_loops": _boolean,
-    "predictor_hidden": _integer(1),
-    "predictor_layers": _integer(0),
+    "predictor_hidden": _integer(1, MAX_WIDTH),
+    "predictor_layers": _integer(0, MAX_DEPTH),
     "ema_decay": _number(0.0, 1.0),
     "ema_cosine": _boolean,
-    "decorrelation": non_negative_number,
-    "samples_per_node": _integer(1, optional=True),
-    "lr_warmup": _integer(0),
+    "decorrelation": _number(0.0, 1000.0),
+    "samples_per_node": _integer(1, MAX_SAMPLES, optional=True),
+    "lr_warmup": _integer(0, MAX_EPOCHS),
     "lr_cosine": _boolean,
     "centrality": _one_of(CENTRALITIES),
-    "diffusion_k": _integer(1),
+    "diffusion_k": _integer(1, COUNT_MAX),
     "matmul_dtype": _optional(_one_of(MATMUL_DTYPES)),
 }
 

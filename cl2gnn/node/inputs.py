@@ -169,7 +169,8 @@ def output_width(encoder: torch.nn.Module, x: Tensor, edge_index: Tensor) -> int
 
 
 def check_labels(y: object, num_nodes: int) -> None:
-    """Labels a probe can read: ``[N]`` integers from 0, at least two classes."""
+    """Labels a probe can read: ``[N]`` integers ``0 … C-1`` with ``C <= N`` (checked
+    before anything sized by a label is allocated), at least two classes."""
     if not isinstance(y, Tensor):
         raise ValueError("data.y: the graph has no labels to probe")
     if y.shape != (num_nodes,):
@@ -178,5 +179,10 @@ def check_labels(y: object, num_nodes: int) -> None:
         raise ValueError(f"data.y must hold integer class labels, got {y.dtype}")
     if y.numel() and int(y.min()) < 0:
         raise ValueError(f"data.y holds a negative label ({int(y.min())}); classes are 0, 1, …")
+    if y.numel() and int(y.max()) >= num_nodes:
+        raise ValueError(
+            f"data.y holds the label {int(y.max())}; classes are 0 … C-1 with C at most the "
+            f"{num_nodes} nodes"
+        )
     if torch.unique(y).numel() < 2:
         raise ValueError("data.y holds a single class: there is nothing to probe")

@@ -60,6 +60,41 @@ class History:
     epoch_seconds: list[float] = field(default_factory=list)
 
 
+def check_trained(path: Path, epoch: object, history: object, epochs: int) -> None:
+    """A checkpoint's record of what it trained, bounded before it is used: ``epoch`` an
+    integer in ``0 … epochs`` (this run's; past it, a resume would train nothing and report
+    the checkpoint's count), and ``history`` a :class:`History` of that many epochs (a loss
+    and a time for each, at most one kNN accuracy each). ``ValueError`` naming the file and
+    the field otherwise."""
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise ValueError(f"{path}: epoch {epoch!r} is not a count of epochs trained")
+    if epoch > epochs:
+        raise ValueError(
+            f"{path}: epoch {epoch} is past this run's {epochs} epochs, which would train "
+            f"nothing; resume it with {epoch} epochs or more"
+        )
+    lengths = {
+        "losses": (epoch, epoch),
+        "epoch_seconds": (epoch, epoch),
+        "knn_accuracy": (0, epoch),
+    }
+    keys = isinstance(history, dict) and set(history) == set(lengths)
+    if not (keys and all(_numbers(history[key], *lengths[key]) for key in lengths)):
+        raise ValueError(
+            f"{path}: history is not the record of {epoch} epochs (lists {', '.join(lengths)} "
+            f"of numbers: {epoch} losses and times, at most {epoch} kNN accuracies)"
+        )
+
+
+def _numbers(values: object, fewest: int, most: int) -> bool:
+    """Whether ``values`` is a list of ``fewest`` to ``most`` real numbers."""
+    return (
+        isinstance(values, list)
+        and fewest <= len(values) <= most
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+    )
+
+
 class Pretrainer:
     """Trains ``model`` (an :class:`~cl2gnn.vision.models.SSLNet`) with ``objective``."""
 
@@ -239,6 +274,8 @@ class Pretrainer:
         # weights_only: a checkpoint holds tensors and plain values, and unpickling anything
         # else could run code (pickle.UnpicklingError names what it refused)
         state = torch.load(path, map_location="cpu", weights_only=True)
+        epoch, history = state["epoch"], state["history"]
+        check_trained(path, epoch, history, self.config.epochs)
         if len(state["augment_gen"]) != self.world:
             raise ValueError(
                 f"{path} was written by {len(state['augment_gen'])} processes; resume it "
@@ -250,8 +287,8 @@ class Pretrainer:
         self.order_gen.set_state(state["order_gen"])
         own = state["augment_gen"][self.rank]
         self.augment_gen.set_state(own)
-        self.epoch = state["epoch"]
-        self.history = History(**state["history"])
+        self.epoch = epoch
+        self.history = History(**history)
 
     def write_log(self, path: Path) -> None:
         """The history as JSON, written by rank 0 (a temporary file moved into place)."""

@@ -5,14 +5,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import shutil
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
-from cl2gnn import _validation
+from cl2gnn import _files, _validation
 
 from .common import StudyResult
 from .names import STUDY_NAMES
@@ -40,9 +38,11 @@ def run_study(
 ) -> StudyResult:
     """Run one study, write ``<out>/<name>*.png`` and ``<out>/<name>.json``.
 
-    The study draws into a hidden folder inside ``out``; its files move into ``out`` only
-    once it has finished (figures first, the JSON last), so a failed or interrupted study
-    leaves no figure or JSON behind."""
+    The study draws into a hidden folder inside ``out`` (the library's staging name, which
+    the next locked run of ``out`` clears if this one is killed: ``cl2gnn simulate`` holds
+    :func:`~cl2gnn._files.locked_folder`); its files move into ``out`` only once it has
+    finished (figures first, the JSON last), so a failed or interrupted study leaves no
+    figure or JSON behind."""
     if name not in STUDIES:
         raise ValueError(f"unknown study {name!r}; choose from {', '.join(STUDIES)}")
     module = STUDIES[name]
@@ -52,9 +52,7 @@ def run_study(
             raise ValueError(f"steps must be >= 1, got {steps}")
         kwargs["steps"] = steps
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}.", suffix=".partial", dir=out))
-    try:
+    with _files.staging_folder(out, name) as staging:
         with _small_problem_mode():
             result = module.run(staging, seed=seed, **kwargs)
         result.metrics["steps"] = kwargs.get(
@@ -65,6 +63,4 @@ def run_study(
         for file in [*drawn, result.save(staging)]:
             os.replace(file, out / file.name)
         result.figures = [str(out / figure.name) for figure in drawn]
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return result
