@@ -132,7 +132,10 @@ for _method in ("bgrl", "gbt"):  # warm-ups of 1,000 and 100 epochs by default
 
     @case("2 warm-up longer than the run", f"{_method}, 3 epochs (API)")
     def _warmup(folder: Path, method: str = _method) -> bool:
-        return refused(lambda: train(method, epochs=3))
+        from cl2gnn.node import default_config
+
+        warmup = default_config(small_graph(), method).lr_warmup  # the recipe's, kept
+        return refused(lambda: train(method, epochs=3, lr_warmup=warmup))
 
     @case("2 warm-up longer than the run", f"cl2gnn node --method {_method} --epochs 3")
     def _warmup_cli(folder: Path, method: str = _method) -> bool:

@@ -22,6 +22,7 @@ TOPICS = {
     "Speed": "Speed against the peers",
     "Scale": "Memory at scale",
     "Image SSL": "Image SSL",
+    "Reliability": "Reliability against an adversarial user",
     "Operators": "The operator contract",
 }
 

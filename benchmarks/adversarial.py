@@ -395,21 +395,43 @@ def main() -> None:
     torch.set_num_threads(1)
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("words", nargs="*", help="the categories whose names hold a word")
-    words = parser.parse_args().words
+    parser.add_argument(
+        "--save", action="store_true", help="also write the table (every category) to results/"
+    )
+    args = parser.parse_args()
+    words = args.words
     unknown = [word for word in words if not any(word in category for category in CASES)]
     if unknown:
         parser.error(f"argument words: {unknown} name no category of {list(CASES)}")
+    if args.save and words:
+        parser.error("argument --save: the table of every category (give no words)")
     print("| category | tried | clean | failures |\n|---|---|---|---|")
-    details = []
+    details, rows = [], []
     for category, cases in sorted(CASES.items(), key=lambda item: finding(item[0])):
         if words and not any(word in category for word in words):
             continue
         outcomes = [(name, in_child(run)) for name, run in cases]
         bad = [(name, outcome) for name, outcome in outcomes if outcome != "clean"]
-        print(f"| {category} | {len(outcomes)} | {len(outcomes) - len(bad)} | {len(bad)} |")
+        rows.append([category, len(outcomes), len(outcomes) - len(bad), len(bad)])
+        print("| " + " | ".join(map(str, rows[-1])) + " |")
         details += [f"{category}: {name}: {outcome}" for name, outcome in bad]
     print("\n".join(["", *details]) if details else "")
     sys.stdout.flush()
+    if args.save:
+        from _results import save_table
+
+        save_table(
+            "reliability_adversarial",
+            "Reliability",
+            "An adversarial user's inputs: refused in one line, nothing crashed or overwritten",
+            ["category", "tried", "clean", "failures"],
+            rows,
+            notes="Each case in a forked child (memory capped), clean when refused with a "
+            "ValueError or the command's one-line exit 2 and nothing ran, crashed or was "
+            "overwritten, or, where the case says so, when what it computes is right. The "
+            "numbered categories are the findings of issue 54, as it numbers them."
+            + (" Not clean: " + "; ".join(details) if details else ""),
+        )
 
 
 if __name__ == "__main__":
