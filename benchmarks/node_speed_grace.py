@@ -67,11 +67,12 @@ def grace_child(code: Path, epochs: int, device: str) -> dict:
     return {"epoch_ms": epoch_ms, "score": _score(embeddings)}
 
 
-def cl2gnn_child(epochs: int, device: str) -> dict:
+def cl2gnn_child(epochs: int, device: str, matmul_dtype: str | None) -> dict:
     from cl2gnn.node import default_config, load_node_dataset, train_node_model
 
     data = load_node_dataset("Cora")
-    config = default_config(data, "grace").with_overrides(epochs=epochs)
+    config = default_config(data, "grace")
+    config = config.with_overrides(epochs=epochs, matmul_dtype=matmul_dtype)
     result = train_node_model(data, "grace", config, seed=SEED, device=device, progress=False)
     return {"epoch_ms": result.epoch_ms, "score": _score(result.embeddings)}
 
@@ -89,53 +90,60 @@ def main() -> None:
     parser.add_argument("--rounds", type=cmdline.positive_int, default=3)
     parser.add_argument("--epochs", type=cmdline.int_range(2), default=200)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--matmul-dtype",
+        choices=("bfloat16",),
+        help="also cl2gnn with its exact loss's CPU tiles multiplied in bfloat16",
+    )
     parser.add_argument("--child", choices=("grace", "cl2gnn"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "grace":
         print(json.dumps(grace_child(args.grace_code, args.epochs, args.device)))
         return
     if args.child == "cl2gnn":
-        print(json.dumps(cl2gnn_child(args.epochs, args.device)))
+        print(json.dumps(cl2gnn_child(args.epochs, args.device, args.matmul_dtype)))
         return
     if not (Path(args.grace_code) / "model.py").is_file():
         parser.error(f"--grace-code: {args.grace_code} holds no model.py (GRACE's checkout)")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _results import save_table
 
+    # what each process runs: GRACE's code, cl2gnn, and cl2gnn with bfloat16 products
+    runs = {"GRACE's code": ("grace", []), "cl2gnn": ("cl2gnn", [])}
+    if args.matmul_dtype:
+        runs["cl2gnn, bf16 products"] = ("cl2gnn", ["--matmul-dtype", args.matmul_dtype])
     rows = []
     for round_ in range(args.rounds):
         measured = {}
-        for name in ("grace", "cl2gnn"):
-            command = [sys.executable, __file__, "--child", name, "--grace-code"]
+        for label, (child, extra) in runs.items():
+            command = [sys.executable, __file__, "--child", child, "--grace-code"]
             command += [str(args.grace_code), "--epochs", str(args.epochs)]
-            command += ["--device", args.device]
+            command += ["--device", args.device, *extra]
             run = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ))
             if run.returncode:
-                cmdline.fail(parser.prog, f"{name}: {run.stderr.strip().splitlines()[-1]}")
-            measured[name] = json.loads(run.stdout.strip().splitlines()[-1])
-        ours, theirs = measured["cl2gnn"], measured["grace"]
-        ratio = ours["epoch_ms"] / theirs["epoch_ms"]
-        times = [f"{ours['epoch_ms']:.1f}", f"{theirs['epoch_ms']:.1f}", f"{ratio:.2f}"]
-        rows.append([round_, *times, f"{ours['score']:.1f}", f"{theirs['score']:.1f}"])
+                cmdline.fail(parser.prog, f"{label}: {run.stderr.strip().splitlines()[-1]}")
+            measured[label] = json.loads(run.stdout.strip().splitlines()[-1])
+        theirs = measured["GRACE's code"]["epoch_ms"]
+        row = [round_]
+        for result in measured.values():
+            row += [f"{result['epoch_ms']:.1f}", f"{result['epoch_ms'] / theirs:.2f}"]
+            row += [f"{result['score']:.1f}"]
+        rows.append(row)
         print(rows[-1], flush=True)
+    columns = ["round"]
+    for label in runs:
+        columns += [f"{label} ms/epoch", f"{label} / GRACE's code", f"{label} accuracy"]
     save_table(
         "node_speed_grace" + ("_cuda" if args.device.startswith("cuda") else ""),
         "Speed",
         "Cora full-batch epochs against GRACE's own code",
-        [
-            "round",
-            "cl2gnn ms/epoch",
-            "GRACE's code ms/epoch",
-            "ratio",
-            "cl2gnn accuracy",
-            "GRACE's code accuracy",
-        ],
+        columns,
         rows,
         device=args.device,
         notes=f"Each with its Cora configuration (GRACE's config.yaml; cl2gnn's default_config, "
         f"the same numbers on raw features), {args.epochs} epochs, seed {SEED}, one process "
-        "each, alternating; the first epoch left out of both. Accuracy: the same probe of "
-        "each one's embeddings (GRACE's protocol, split seed 0, one run: a check that both "
+        "each, alternating; the first epoch left out of each. Accuracy: the same probe of "
+        "each one's embeddings (GRACE's protocol, split seed 0, one run: a check that each "
         "trained, not a comparison of accuracy).",
     )
 
