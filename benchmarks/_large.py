@@ -95,6 +95,7 @@ def config_from(args):
         epochs=args.epochs,
         learning_rate=args.lr,
         num_keys=args.num_keys,
+        matmul_dtype=args.matmul_dtype,
     )
     if args.mode == "minibatch":
         changes |= dict(batch_size=args.batch_size, num_neighbors=tuple(args.num_neighbors))
@@ -130,6 +131,9 @@ def training_arguments(parser, out: str) -> None:
     parser.add_argument("--encoder", choices=("gcn", "sage"), default="gcn")
     parser.add_argument("--lr", type=cmdline.positive_float, default=1e-3)
     parser.add_argument("--num-keys", type=cmdline.positive_int)
+    parser.add_argument(
+        "--matmul-dtype", choices=("bfloat16",), help="the exact loss's CPU tiles in bfloat16"
+    )
     parser.add_argument("--probe-nodes", type=cmdline.positive_int, default=20_000)
     parser.add_argument("--out", type=cmdline.output_file, default=out)
 

@@ -25,8 +25,8 @@ from cl2gnn.apps import cmdline
 OUT = "runs/large_steps.jsonl"
 COMMAND = (
     "python benchmarks/large_steps.py run --preset products --steps 20 --hidden 64 "
-    "--encoder sage --num-neighbors 10 5, the same with --untrimmed, both with --preset arxiv; "
-    "then python benchmarks/large_steps.py table"
+    "--encoder sage --num-neighbors 10 5, the same with --matmul-dtype bfloat16, both with "
+    "--preset arxiv; then python benchmarks/large_steps.py table"
 )
 
 
@@ -106,6 +106,7 @@ def measure(args) -> dict:
         "steps": args.steps,
         "nodes": data.num_nodes,
         "trimmed": contrastive.trim,
+        "matmul_dtype": config.matmul_dtype,
         "sampled_nodes_median": sorted(b.num_nodes for b in sampled)[len(sampled) // 2],
         "sample_ms": 1000 * sample,
         "contrastive_ms": 1000 * median["contrastive"],
@@ -154,6 +155,7 @@ def table(records: list[dict]) -> None:
             r["preset"],
             "yes" if r.get("trimmed") else "no",
             r["encoder"],
+            r.get("matmul_dtype") or "float32",
             r["hidden"],
             r["batch_size"],
             str(r["num_neighbors"]),
@@ -176,6 +178,7 @@ def table(records: list[dict]) -> None:
                 "graph",
                 "layers trimmed to the seeds",
                 "contrastive encoder",
+                "loss products",
                 "hidden",
                 "batch",
                 "fan-out",
