@@ -29,13 +29,13 @@ The rule, :func:`exact_form`:
 Cross-overs. Measured on a GPU (NVIDIA H200, torch 2.11 cu130, 2026-11-27, the figures
 of issue 53): GRACE on Cora (5,416 views, ``d = 128``) takes 10.06 ms an epoch dense against
 23.97 ms on the tiles, so dense wins at that size; Triton beats the tiles 4× from 65,536 to
-1,048,576 views (bfloat16, forward + backward). Measured on a CPU (2 cores with AMX, shared
-with other work, 2026-11-27, ``benchmarks/infonce_scale.py crossover``, float32 unit rows,
-``d`` = 128 and 32, two runs): the log-partition's tiles tie with dense at 256 rows and win
-from 512 on, hence its threshold of 512; the attention's tiles
-(:func:`~cl2gnn.nn.tiled_attention.tiled_attention`, no symmetric halving) win from 2,048 on,
-and below that the runs were too noisy to place its cross-over, so it keeps 2,048 (``crossover
---computation attention`` measures it). Not measured: the GPU cross-over between dense and
+1,048,576 views (bfloat16, forward + backward). Measured on a CPU (an Intel Xeon, 2 cores
+with AMX, 2026-11-27, ``benchmarks/infonce_scale.py crossover``, float32 unit rows, ``d =
+128``, quiet; results/operators_*_crossover_cpu.json): the log-partition's tiles tie with
+dense at 128-256 rows and win from 512 on (1.1 against 2.5 ms; 8.4 against 22.8 at 2,048),
+and so do the attention's tiles (:func:`~cl2gnn.nn.tiled_attention.tiled_attention`, no
+symmetric halving: 2.7 against 3.2 ms at 512, 31.6 against 42.3 at 2,048; dense wins at
+256), hence both thresholds of 512. Not measured: the GPU cross-over between dense and
 Triton (the rule puts it where dense stops fitting its budget, 7,327 float32 rows), Triton
 below 65,536 views, and any device but CUDA and the CPU.
 """
@@ -57,7 +57,7 @@ DENSE_MAX_BYTES = 2**30  # dense on CUDA while its N × N matrices fit in this
 # backward temporaries), 4.35 for ContrastiveNorm's attention; rounded up
 DENSE_LIVE_MATRICES = 5
 # the CPU's tiles from this many rows on, per computation (measured: the module's docstring)
-CPU_TILED_MIN_ROWS = {"log-partition": 512, "attention": 2048}
+CPU_TILED_MIN_ROWS = {"log-partition": 512, "attention": 512}
 
 
 def dense_bytes(rows: int, dtype: torch.dtype) -> int:
