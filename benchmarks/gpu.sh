@@ -3,7 +3,9 @@
 #
 #   bash benchmarks/gpu.sh checks OUT          # the suite on CUDA (Triton tests included),
 #                                              # verify, the exact loss at 65k-1M views,
-#                                              # full-graph GRACE at arxiv size, the kNN graph
+#                                              # full-graph GRACE at arxiv size, the kNN graph,
+#                                              # the exact forms' cross-over; with GRACE_CODE
+#                                              # (a GRACE checkout) Cora against GRACE's code
 #   bash benchmarks/gpu.sh images OUT [EPOCHS] # SimCLR ResNet-18 on CIFAR-10, batch 512:
 #                                              # steps/s with and without --compile, a profile,
 #                                              # then EPOCHS (default 10) of SimCLR and +attention
@@ -41,7 +43,14 @@ checks)
         --save gpu_fullgraph_arxiv
     step python3 benchmarks/knn_build.py --sizes 100000 1000000 --dim 128 --k 10 \
         --device cuda --save gpu_knn
-    cp benchmarks/results/gpu_{scale_infonce,fullgraph_arxiv,knn}.json "$out"/ 2>>"$log"
+    step python3 benchmarks/infonce_scale.py crossover --device cuda --forms dense tiled triton \
+        --sizes 2048 4096 8192 16384 32768 --save gpu_infonce_crossover
+    if [[ -n ${GRACE_CODE:-} ]]; then  # a checkout of CRIPAC-DIG/GRACE, carried to the machine
+        step python3 benchmarks/node_speed_grace.py --grace-code "$GRACE_CODE" --device cuda \
+            --rounds 2 --epochs 200
+    fi
+    cp benchmarks/results/gpu_{scale_infonce,fullgraph_arxiv,knn,infonce_crossover}.json \
+        benchmarks/results/node_speed_grace_cuda.json "$out"/ 2>>"$log"
     ;;
 images)
     common=(--arch resnet18 --batch-size 512 --steps 40 --device cuda)
