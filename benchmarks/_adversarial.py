@@ -45,7 +45,7 @@ def refused(run: Callable[[], object]) -> bool:
 
 def command(argv: list[str]) -> tuple[object, str]:
     """``cl2gnn ARGV`` in this process, quiet: its exit status and what it wrote to stderr."""
-    from cl2gnn.apps.cli import main
+    from cl2gnn.cli.main import main
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
@@ -63,7 +63,7 @@ TINY = ["--subset", "48", "--batch-size", "24", "--epochs", "1", "--no-progress"
 
 def simclr(argv: list[str]) -> object:
     """``cl2gnn simclr ARGV`` in this process, quiet (a tiny run with :data:`TINY`)."""
-    from cl2gnn.apps.simclr import main
+    from cl2gnn.cli.simclr import main
 
     with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
         return main(argv)

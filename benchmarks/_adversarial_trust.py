@@ -451,7 +451,7 @@ def _label(folder: Path) -> bool:
 
 @case("13 bad input costing gigabytes", "a label of 10**9 at the probe's check (API)")
 def _label_api(folder: Path) -> bool:
-    from cl2gnn.apps.node import check_probe
+    from cl2gnn.node.evaluation.experiment import check_probe
 
     data = small_graph()
     data.y[::3] = 10**9  # a class of 10 nodes: some train the probe under any split
@@ -499,8 +499,8 @@ def numeric_options() -> list[tuple[str, str, object]]:
     import argparse
     import importlib
 
-    from cl2gnn.apps import cmdline
-    from cl2gnn.apps.cli import build_parser
+    from cl2gnn.cli import cmdline
+    from cl2gnn.cli.main import build_parser
 
     cmdline.quiet_pyg_warning()  # the parsers import PyG's dataset names
     (commands,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
@@ -513,7 +513,7 @@ def numeric_options() -> list[tuple[str, str, object]]:
         raise Built(parser)
 
     for name in ("simclr", "simsiam"):  # they parse their own options: catch their parser
-        module = importlib.import_module(f"cl2gnn.apps.{name}")
+        module = importlib.import_module(f"cl2gnn.cli.{name}")
         real, module.parse_args = module.parse_args, built
         try:
             module.parse([], name)
@@ -547,9 +547,9 @@ for _command, _option, _ in numeric_options():
         def _flag(folder: Path, name: str = _command, option: str = _option, value=_value) -> bool:
             import importlib
 
-            from cl2gnn.apps.cli import build_parser
+            from cl2gnn.cli.main import build_parser
 
             if name in ("simclr", "simsiam"):
-                module = importlib.import_module(f"cl2gnn.apps.{name}")
+                module = importlib.import_module(f"cl2gnn.cli.{name}")
                 return refused(lambda: module.parse([option, value], name))
             return refused(lambda: build_parser().parse_args([name, option, value]))

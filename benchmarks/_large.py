@@ -18,7 +18,7 @@ from pathlib import Path
 
 from _results import rss_mb  # benchmarks/ is the script's folder
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 PRESETS = ("arxiv", "products")
 

@@ -2,7 +2,7 @@
 configuration files (a JSON list of ``{method, <NodeConfig field>: value}``) read and checked
 entry by entry while parsing, so that a typo in the tenth entry fails at once, naming the
 file and the entry, not after nine trainings; and the JSON lines a benchmark reads back.
-(``--dataset`` is :func:`cl2gnn.apps.cmdline.dataset_argument`, ``cl2gnn node``'s own.)
+(``--dataset`` is :func:`cl2gnn.cli.cmdline.dataset_argument`, ``cl2gnn node``'s own.)
 
 Standard library and the torch-free ``cl2gnn.node.names`` / ``cl2gnn.node.config`` only;
 a field's check is :func:`cl2gnn.node.config.check_field`, the one the library and

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 if TYPE_CHECKING:
     import torch

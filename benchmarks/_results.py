@@ -12,7 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 # a table's topic -> the question its section of the page answers, in the page's order

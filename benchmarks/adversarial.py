@@ -38,7 +38,7 @@ from _adversarial import (  # benchmarks/ is the script's folder
     simclr,
 )
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 # --- crafted checkpoints ---------------------------------------------------------------------
 
@@ -157,7 +157,7 @@ for _method in ("grace", "cca_ssg", "bgrl"):
 
         @case("bad edges/features (node entry)", f"{_method}: {_label}")
         def _node(folder: Path, method: str = _method, inputs=_inputs) -> bool:
-            from cl2gnn.apps.node import check_probe
+            from cl2gnn.node.evaluation.experiment import check_probe
             from cl2gnn.node import default_config, train_node_model
 
             data = node_data(**inputs)
@@ -235,7 +235,7 @@ for _label, _write in NPZ.items():
 
     @case("crafted .npz files", _label)
     def _npz(folder: Path, write=_write) -> bool:
-        from cl2gnn.apps.cli import main
+        from cl2gnn.cli.main import main
 
         path = folder / "G.npz"
         write(path)

@@ -40,7 +40,7 @@ from _results import RESULTS_DIR, save_table  # benchmarks/_results.py
 from torch_geometric.nn import DiffGroupNorm, GCNConv, PairNorm
 from torch_geometric.utils import to_torch_csr_tensor
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.nn import AlignConv, ContrastiveNorm
 

@@ -28,7 +28,7 @@ from datetime import timedelta
 
 from _results import RESULTS_DIR, rss_mb, save_table  # benchmarks/ is the script's folder
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 METHODS = ("gather", "ring", "lightly")
 
@@ -48,7 +48,7 @@ def _worker(rank, world, port, method, views, dim, repeats, device, queue):
     import torch
     import torch.distributed as dist
 
-    from cl2gnn.apps.node import peak_rss_mb
+    from cl2gnn.node.evaluation.experiment import peak_rss_mb
 
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
     cuda = device == "cuda"

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 CSR = ("aten::_convert_indices_from_coo_to_csr", "aten::_to_sparse_csr")
 SORT = ("aten::sort",)
@@ -47,8 +47,8 @@ def counts(dataset: str, method: str, epochs: int) -> dict:
     from torch.profiler import ProfilerActivity, profile, record_function
 
     from cl2gnn.node import default_config, load_node_dataset
-    from cl2gnn.node.fit import fit
-    from cl2gnn.node.fullbatch import FullBatchTrainer
+    from cl2gnn.node.training.fit import fit
+    from cl2gnn.node.training.fullbatch import FullBatchTrainer
 
     data = load_node_dataset(dataset)
     config = default_config(data, method).with_overrides(epochs=epochs)

@@ -25,7 +25,7 @@ from collections import defaultdict
 from _results import save_table  # benchmarks/_results.py
 from torch.profiler import ProfilerActivity, profile
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 PHASES = ("augment", "propagation graphs", "encoder, both views", "head and loss")
 PHASES += ("backward", "optimiser", "other", "total")
@@ -117,7 +117,7 @@ def top_operators(trainer, epochs: int, count: int) -> list[tuple[str, float, fl
 
 def main() -> None:
     from cl2gnn.node import default_config, load_node_dataset
-    from cl2gnn.node.fullbatch import FullBatchTrainer
+    from cl2gnn.node.training.fullbatch import FullBatchTrainer
 
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", type=cmdline.dataset_argument, default="Cora")

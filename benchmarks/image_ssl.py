@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from cl2gnn import _files
-from cl2gnn.apps import cmdline
-from cl2gnn.apps.pretrain import KNN_K, augment_for, default_device, load_split
+from cl2gnn.cli import cmdline
+from cl2gnn.cli.pretrain import KNN_K, augment_for, default_device, load_split
 from cl2gnn.vision.names import ARCHS, DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,7 +115,7 @@ def write_profile(trainer, order, batch_size: int, steps: int, path: Path) -> No
 
 def load_example(script: str):
     """The image pre-training command ``cl2gnn {script}``'s module."""
-    return importlib.import_module(f"cl2gnn.apps.{script}")
+    return importlib.import_module(f"cl2gnn.cli.{script}")
 
 
 def untrained(dataset: str, extra: list[str]) -> dict:

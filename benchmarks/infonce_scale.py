@@ -43,7 +43,7 @@ from _operators import (
 )
 from _results import rss_mb  # benchmarks/ is the script's folder
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 if TYPE_CHECKING:
     import torch
@@ -75,7 +75,7 @@ def auto_choice(
 
 
 def infonce_worker(impl: str, n: int, repeats: int) -> dict:
-    from cl2gnn.apps.node import peak_rss_mb
+    from cl2gnn.node.evaluation.experiment import peak_rss_mb
     from cl2gnn.losses import info_nce
 
     z1, z2 = two_views(n, DIM)

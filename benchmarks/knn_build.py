@@ -28,7 +28,7 @@ from _operators import (
     timed_on,
 )
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 from cl2gnn.graphs.names import TILE_PRECISIONS
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ def measure(args) -> dict:
 
     from cl2gnn.distributed import init_from_env, rank_and_world, shutdown
     from cl2gnn.node import probe_scores
-    from cl2gnn.node.minibatch import MinibatchTrainer
+    from cl2gnn.node.training.minibatch import MinibatchTrainer
 
     bare = rss_mb()
     init_from_env("cpu")

@@ -16,7 +16,7 @@ import _large  # benchmarks/ is the script's folder
 from _large import PhaseMeter, csc_copy_note, generate
 from _results import rss_mb, save_table
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 OUT = "runs/large_inference.jsonl"
 COMMAND = (
@@ -32,8 +32,8 @@ def measure(args) -> dict:
     import torch
 
     from cl2gnn.graphs import TorchNeighborSampler
-    from cl2gnn.node.inference import full_neighborhood, layerwise_embeddings
-    from cl2gnn.node.models import GraphEncoder
+    from cl2gnn.node.training.inference import full_neighborhood, layerwise_embeddings
+    from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
     bare = rss_mb()
     data = generate(args.preset, args.nodes)

@@ -20,7 +20,7 @@ import _large  # benchmarks/ is the script's folder
 from _large import config_from, generate
 from _results import save_table
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 OUT = "runs/large_steps.jsonl"
 COMMAND = (
@@ -36,10 +36,10 @@ def measure(args) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     from cl2gnn.graphs import neighbor_loader
-    from cl2gnn.node.features import prepare_features
-    from cl2gnn.node.minibatch import MinibatchTrainer
-    from cl2gnn.node.models import GraphEncoder
-    from cl2gnn.node.sampler import SeedBatches
+    from cl2gnn.node.encoders.features import prepare_features
+    from cl2gnn.node.training.minibatch import MinibatchTrainer
+    from cl2gnn.node.encoders.graph_encoder import GraphEncoder
+    from cl2gnn.node.training.sampler import SeedBatches
 
     data = generate(args.preset, args.nodes)
     config = config_from(args)

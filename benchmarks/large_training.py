@@ -30,7 +30,7 @@ import _large  # benchmarks/ is the script's folder
 from _large import PhaseMeter, config_from, generate, probe_split
 from _results import rss_mb, save_table
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 OUT = "runs/large_training.jsonl"
 COMMAND = (  # the rows of results/node_large.json, one command each
@@ -51,7 +51,7 @@ def measure(args) -> dict:
 
     from cl2gnn.distributed import init_from_env, rank_and_world, shutdown
     from cl2gnn.node import probe_scores, train_node_model
-    from cl2gnn.node.minibatch import MinibatchTrainer
+    from cl2gnn.node.training.minibatch import MinibatchTrainer
 
     bare = rss_mb()
     init_from_env("cpu")

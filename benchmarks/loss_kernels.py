@@ -30,7 +30,7 @@ from _operators import (
     two_views,
 )
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 if TYPE_CHECKING:
     pass

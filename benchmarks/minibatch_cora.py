@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from _results import save_table  # benchmarks/ is the script's folder
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 
 def measure(args) -> None:
     """GRACE on Cora, full-batch against mini-batch, same configuration otherwise."""
-    from cl2gnn.apps.node import run_node
+    from cl2gnn.node.evaluation.experiment import run_node
 
     fan_out = tuple(args.num_neighbors)
     runs = {

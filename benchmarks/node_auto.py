@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 from cl2gnn.datasets.names import EMBEDDED, HETEROPHILOUS
 from cl2gnn.node.defaults import default_method
 
@@ -155,10 +155,10 @@ def widths(graphs: list[str], values: list[int]) -> None:
     from _results import save_table
 
     from cl2gnn.datasets import load_node_dataset
-    from cl2gnn.node.auto import scoring_seeds
+    from cl2gnn.node.evaluation.auto import scoring_seeds
     from cl2gnn.node.config import candidates
-    from cl2gnn.node.evaluate import default_protocol, make_split, metric_for, probe_scores
-    from cl2gnn.node.fit import train_run
+    from cl2gnn.node.evaluation.probes import default_protocol, make_split, metric_for, probe_scores
+    from cl2gnn.node.training.fit import train_run
 
     rows = []
     for graph in graphs:

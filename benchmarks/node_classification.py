@@ -49,12 +49,12 @@ from pathlib import Path
 from _results import earlier_rows, machine, save_table, saved_table  # benchmarks/_results.py
 from _runner import Journal
 
-from cl2gnn.apps import cmdline
-from cl2gnn.apps.node import BASELINES
+from cl2gnn.cli import cmdline
+from cl2gnn.node.evaluation.experiment import BASELINES
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import default_config, load_node_dataset, train_node_model
 from cl2gnn.node.config import check_field
-from cl2gnn.node.evaluate import num_splits
+from cl2gnn.node.evaluation.probes import num_splits
 from cl2gnn.node.names import METHODS
 
 # published self-supervised numbers under each graph's protocol (their papers', not re-run

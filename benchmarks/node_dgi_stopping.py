@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import time
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 from cl2gnn.node import load_node_dataset
 from cl2gnn.node.defaults import default_config
-from cl2gnn.node.fullbatch import FullBatchTrainer
+from cl2gnn.node.training.fullbatch import FullBatchTrainer
 
 PATIENCE = 20  # DGI's execute.py
 MAX_EPOCHS = 10_000  # its nb_epochs

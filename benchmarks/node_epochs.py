@@ -23,7 +23,7 @@ import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
 from node_sweep import parse_entry
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 
 def snapshot_scores(data, method: str, config, seeds: int, every: int) -> dict:

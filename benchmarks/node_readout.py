@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 from cl2gnn.node.names import METHODS
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ FINE_GRID = 2.0 ** np.arange(-8, 13, 1)
 def probes() -> dict:
     """name -> (embeddings, y, split, seed) -> test accuracy; the first is the default."""
     from cl2gnn.node import adam_probe_scores, probe_score
-    from cl2gnn.node.evaluate import C_GRID
+    from cl2gnn.node.evaluation.probes import C_GRID
 
     return {
         "L2, coarse (library)": lambda *a: probe_score(*a, scaling="l2", c_grid=C_GRID),

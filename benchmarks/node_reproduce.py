@@ -34,7 +34,7 @@ from pathlib import Path
 
 from _results import save_table  # benchmarks/_results.py
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 # the published numbers: GraphACL's paper (Cora public split, geom-gcn splits); CCA-SSG and
 # BGRL on Cora's public split as GraphMAE's table lists them (BGRL's paper has no Cora)
@@ -73,7 +73,7 @@ def run(method: str, graph: str, seeds: range, out: Path, overrides: dict) -> Pa
         probe_scores,
         train_node_model,
     )
-    from cl2gnn.node.evaluate import num_splits
+    from cl2gnn.node.evaluation.probes import num_splits
 
     data = load_node_dataset(graph)
     config = default_config(data.name, method).with_overrides(**overrides)

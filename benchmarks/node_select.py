@@ -40,7 +40,7 @@ from _results import earlier_rows, save_table  # benchmarks/_results.py
 from _runner import Journal
 from scipy.stats import rankdata
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
     GRACE_PUBLISHED,
@@ -50,7 +50,7 @@ from cl2gnn.node import (
     train_node_model,
 )
 from cl2gnn.node.config import METHOD_DEFAULTS, check_field
-from cl2gnn.node.evaluate import metric_for, num_splits
+from cl2gnn.node.evaluation.probes import metric_for, num_splits
 
 RAW = {"raw features": "l2", "raw features, standardised": "standard"}
 

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 SEED = 0
 

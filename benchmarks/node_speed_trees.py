@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 
 def child(epochs: int) -> None:

@@ -1,5 +1,5 @@
 """Configuration sweep on one dataset: each entry of a JSON list (a method plus
-:class:`~cl2gnn.node.NodeConfig` overrides) goes through :func:`cl2gnn.apps.node.run_node` for
+:class:`~cl2gnn.node.NodeConfig` overrides) goes through :func:`cl2gnn.node.evaluation.experiment.run_node` for
 ``seeds`` seeds, its embeddings scored under the public split and the GRACE protocol.
 
     python benchmarks/node_sweep.py benchmarks/configs/cora_public.json --out runs/sweep.jsonl
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import _node_args  # benchmarks/ is the script's folder, on sys.path
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 PROTOCOLS = ("public", "grace")
 
@@ -31,7 +31,7 @@ def parse_entry(entry: dict) -> tuple[str, dict]:
 
 
 def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
-    from cl2gnn.apps.node import run_node
+    from cl2gnn.node.evaluation.experiment import run_node
 
     method, overrides = parse_entry(entry)
     start = time.perf_counter()

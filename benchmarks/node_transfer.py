@@ -35,7 +35,7 @@ import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
 
 from cl2gnn import _files
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 from cl2gnn.node.names import METHODS
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def random_encoder(data: Data, config: NodeConfig, seed: int) -> torch.Tensor:
     import torch
     from torch_geometric import seed_everything
 
-    from cl2gnn.node.models import GraphEncoder
+    from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
     seed_everything(seed)
     encoder = GraphEncoder(data.num_features, config.out_channels, config.activation).eval()

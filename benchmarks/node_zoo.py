@@ -24,7 +24,7 @@ from pathlib import Path
 
 from _results import earlier_rows, save_table  # benchmarks/_results.py
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 # published numbers on Cora's public split: DGI's paper; BGRL's and MVGRL's as GraphMAE (Hou
 # et al., KDD 2022, Table 1) reproduced them (BGRL's paper and code have no Cora; MVGRL's

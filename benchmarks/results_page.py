@@ -19,7 +19,7 @@ from pathlib import Path
 
 from _results import RESULTS_DIR, TOPICS  # benchmarks/_results.py
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 KEYS = ("topic", "title", "command", "machine", "date", "columns", "rows", "notes")
 MAX_LINE = 300  # a line a reader can take in; configurations belong in the JSON

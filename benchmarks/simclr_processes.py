@@ -20,7 +20,7 @@ from pathlib import Path
 
 from _results import save_table  # benchmarks/ is the script's folder, on sys.path
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 
 def run_example(procs: int, seed: int, extra: list[str], folder: Path) -> dict:

@@ -6,7 +6,7 @@ them), :mod:`cl2gnn.distributed` (their negatives across processes), :mod:`cl2gn
 generated graphs), :mod:`cl2gnn.node` (node-level methods and trainers) and
 :mod:`cl2gnn.vision` (image self-supervised learning). The applications built on it (the
 ``cl2gnn`` command, the experiment harnesses, the dynamics studies) live in
-:mod:`cl2gnn.apps`, which the library never imports.
+:mod:`cl2gnn.cli`, which the library never imports.
 
 The subpackages load on first use (PEP 562): ``import cl2gnn`` costs nothing, so that the
 ``cl2gnn`` command answers ``--help`` and argument errors without importing torch.

@@ -1,3 +1,3 @@
-from .apps.cli import run
+from .cli.main import run
 
 run()

@@ -19,65 +19,13 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Any, get_origin, get_type_hints
 
+from ._checks import Check, finite, integer, one_of, optional, positive, temperature
 from ._torchrun import MODES
-from ._validation import check_finite, check_integer, check_temperature
 
-Check = Callable[[Any, str], None]
-
-
-def check_positive(value, name: str) -> None:
-    """A finite number > 0 (``inf`` makes most terms a constant)."""
-    check_finite(value, name)
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-
-
-def check_distributed(value, name: str = "distributed") -> None:
-    if value is not None and value not in MODES:
-        raise ValueError(f"{name} must be None or one of {MODES}, got {value!r}")
-
-
-def check_callable(value, name: str) -> None:
-    if value is not None and not callable(value):
-        raise ValueError(f"{name} must be callable or None, got {value!r}")
-
-
-def check_unit_interval(value, name: str) -> None:
-    """A number strictly between 0 and 1 (a mixture weight)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
-
-
-def one_of(*choices) -> Check:
-    def check(value, name: str) -> None:
-        if value not in choices:
-            raise ValueError(f"{name} must be one of {choices}, got {value!r}")
-
-    return check
-
-
-def integer(low: int) -> Check:
-    return functools.partial(_integer, low=low)
-
-
-def _integer(value, name: str, low: int) -> None:
-    check_integer(value, name, low)
-
-
-def optional(check: Check) -> Check:
-    """``check``, or ``None``."""
-
-    def maybe(value, name: str) -> None:
-        if value is not None:
-            check(value, name)
-
-    return maybe
-
-
-Finite = Annotated[float, check_finite]
-Positive = Annotated[float, check_positive]
-Temperature = Annotated[float, check_temperature]
-Distributed = Annotated[str | None, check_distributed]
+Finite = Annotated[float, finite]
+Positive = Annotated[float, positive]
+Temperature = Annotated[float, temperature]
+Distributed = Annotated[str | None, optional(one_of(*MODES))]
 TileSize = Annotated[int, integer(1)]
 
 

@@ -8,8 +8,6 @@ tensor values (finiteness, index range) force a device sync; they are skipped wh
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -52,57 +50,6 @@ def all_finite(x: Tensor) -> bool:
         return True
     lo, hi = torch.aminmax(x)
     return bool(torch.isfinite(lo) & torch.isfinite(hi))
-
-
-def check_integer(value, name: str, low: int, high: int | None = None) -> None:
-    """An integer (NumPy integers too; not bools or floats) in ``low … high``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Integral)
-        or value < low
-        or (high is not None and value > high)
-    ):
-        allowed = f">= {low}" if high is None else f"in {low} … {high}"
-        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
-
-
-# Below this, float32 logits of unit rows (up to 1/τ) carry rounding errors of order
-# eps/τ > 1e-3: the softmax's differences of logits, and so every loss, become noise.
-MIN_TEMPERATURE = 1e-4
-
-
-def check_finite(value, name: str) -> None:
-    """A finite real number (NumPy's too; not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-
-
-def check_temperature(value, name: str = "temperature") -> None:
-    """A finite temperature >= :data:`MIN_TEMPERATURE` (an infinite one makes the loss a
-    constant, a tiny one overflows the logits)."""
-    check_finite(value, name)
-    if value < MIN_TEMPERATURE:
-        raise ValueError(
-            f"{name} must be >= {MIN_TEMPERATURE} (smaller ones overflow the logits), got {value!r}"
-        )
-
-
-class CheckedOption:
-    """A module's option, checked by ``check(value, name)`` whenever it is set: at
-    construction and after (``module.step = nan`` raises there, not as NaN outputs)."""
-
-    def __init__(self, check) -> None:
-        self.check = check
-
-    def __set_name__(self, owner, name: str) -> None:
-        self.name = name
-
-    def __get__(self, obj, owner=None):
-        return self if obj is None else obj.__dict__[self.name]
-
-    def __set__(self, obj, value) -> None:
-        self.check(value, self.name)
-        obj.__dict__[self.name] = value
 
 
 def check_features(x: Tensor, name: str = "x", min_rows: int = 1) -> None:

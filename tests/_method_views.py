@@ -4,7 +4,7 @@ encoder with two views of a 6-node graph."""
 import torch
 
 from cl2gnn.node import EncoderInput, ViewBatch
-from cl2gnn.node.trainer import builtin_encoder
+from cl2gnn.node.training.trainer import builtin_encoder
 
 f64 = torch.float64
 

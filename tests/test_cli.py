@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 
 
 def test_verify_passes_and_writes_json(tmp_path, capsys):

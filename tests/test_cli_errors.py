@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from cl2gnn import _files
-from cl2gnn.apps import cmdline
-from cl2gnn.apps.cli import main
-from cl2gnn.apps.dynamics import STUDIES, run_study
+from cl2gnn.cli import cmdline
+from cl2gnn.cli.main import main
+from cl2gnn.studies import STUDIES, run_study
 
 HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib", "sklearn")
 
@@ -87,7 +87,7 @@ def test_help_and_argument_errors_import_no_heavy_module(tmp_path):
     """What keeps them fast: torch alone takes seconds to import."""
     code = (
         "import sys\n"
-        "from cl2gnn.apps.cli import main\n"
+        "from cl2gnn.cli.main import main\n"
         "for argv in (['--help'], ['simulate', '--help'], ['node', '--help'],"
         " ['simulate', 'nope'], ['verify', '--nodes', '0'], ['node', '--method', 'x']):\n"
         "    try:\n"
@@ -125,7 +125,7 @@ def test_library_value_error_meets_the_command_boundary(tmp_path, capsys, monkey
     def bad_data(*args):
         raise ValueError("features.npy: NaN in row 3")
 
-    monkeypatch.setattr("cl2gnn.apps.verify.run_checks", bad_data)
+    monkeypatch.setattr("cl2gnn.cli.verify.run_checks", bad_data)
     monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     argv = ["verify", "--json", str(tmp_path / "v.json")]
     with pytest.raises(SystemExit) as exit_info:
@@ -313,7 +313,7 @@ def test_an_output_that_would_replace_an_input_is_refused_nothing_written(
     monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     with pytest.raises(SystemExit) as exit_info:
         if args[0] == "simclr":
-            importlib.import_module("cl2gnn.apps.simclr").main(args[1:], "cl2gnn simclr")
+            importlib.import_module("cl2gnn.cli.simclr").main(args[1:], "cl2gnn simclr")
         else:
             main(args)
     assert exit_info.value.code == 2

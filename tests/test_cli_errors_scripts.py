@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 from cl2gnn.node.names import METHODS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,7 +226,7 @@ def out(tmp_path, monkeypatch):
     def started(*args, **kwargs):
         raise AssertionError("the run started: the arguments were accepted")
 
-    monkeypatch.setattr("cl2gnn.apps.pretrain._run", started)
+    monkeypatch.setattr("cl2gnn.cli.pretrain._run", started)
     monkeypatch.setattr("cl2gnn.node.load_node_dataset", started)  # every node script's first
     return folder
 
@@ -327,7 +327,7 @@ def test_dataset_without_a_public_split_refused_before_training(tmp_path, capsys
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    monkeypatch.setattr("cl2gnn.apps.node.run_node", lambda *a, **k: pytest.fail("trained"))
+    monkeypatch.setattr("cl2gnn.node.evaluation.experiment.run_node", lambda *a, **k: pytest.fail("trained"))
     args = [CONFIGS, "--dataset", "digits-knn", "--out", str(tmp_path / "runs" / "r.jsonl")]
     code = run_script("benchmarks/node_sweep.py", args, monkeypatch)
     assert_one_line_naming(code, capsys.readouterr().err, "node_sweep.py", "no public split")
@@ -412,7 +412,7 @@ def test_help_prints_no_warning(tmp_path):
 
 
 def load_example(name):
-    return vars(importlib.import_module(f"cl2gnn.apps.{name}"))
+    return vars(importlib.import_module(f"cl2gnn.cli.{name}"))
 
 
 def test_run_writes_whole_outputs_only(tmp_path, capsys):

@@ -10,7 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, degree, homophily, to_undirected
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 from cl2gnn.datasets import PRESETS, contextual_sbm, write_npz
 from cl2gnn.datasets import generators as generator_module
 from cl2gnn.datasets import npz as npz_module

@@ -175,7 +175,7 @@ def test_simclr_nn_positives_refuse_ring():
 def test_simclr_command_refuses_ring_with_nn_positives(capsys):
     """``cl2gnn simclr --distributed ring --nn-positives K``: one line, exit status 2, while
     the options are parsed (before torch works)."""
-    from cl2gnn.apps.simclr import parse
+    from cl2gnn.cli.simclr import parse
 
     with pytest.raises(SystemExit) as exit_:
         parse(["--distributed", "ring", "--nn-positives", "1"], prog="cl2gnn simclr")

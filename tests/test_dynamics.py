@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-import cl2gnn.apps.dynamics.proposition2 as proposition2
-from cl2gnn.apps.cli import main
-from cl2gnn.apps.dynamics import STUDIES, run_study
+import cl2gnn.studies.proposition2 as proposition2
+from cl2gnn.cli.main import main
+from cl2gnn.studies import STUDIES, run_study
 
 from . import reference as ref
 

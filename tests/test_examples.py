@@ -1,7 +1,7 @@
 """Every file in ``examples/`` runs for an epoch and prints its accuracy beside its baseline's
 (a line ``... accuracy: <number>`` and one ``Baseline ... accuracy: <number>``, a percentage
 when followed by ``%``, else a fraction), and imports only public library names (nothing
-private, nothing from the application layer ``cl2gnn.apps``)."""
+private, nothing from the application layer ``cl2gnn.cli``)."""
 
 import ast
 import os
@@ -57,7 +57,7 @@ def test_example_runs_and_prints_its_accuracy_and_baseline(path, tmp_path):
 
 def private_imports(source: str) -> list[str]:
     """What ``source`` imports that is private (a name starting with ``_``, dunders such as
-    ``__future__`` aside) or from ``cl2gnn.apps``, including an attribute reached through
+    ``__future__`` aside) or from ``cl2gnn.cli``, including an attribute reached through
     an imported module (``cl2gnn._files.cache_dir``)."""
 
     def bad(dotted: str) -> bool:
@@ -95,7 +95,7 @@ def private_imports(source: str) -> list[str]:
         ("from cl2gnn._files import cache_dir", True),
         ("from cl2gnn import _files", True),
         ("import cl2gnn._torchrun", True),
-        ("from cl2gnn.apps.pretrain import augment_for", True),
+        ("from cl2gnn.cli.pretrain import augment_for", True),
         ("from cl2gnn import apps", True),
         ("import cl2gnn\ncl2gnn._files.cache_dir()", True),
         ("from . import helper", True),

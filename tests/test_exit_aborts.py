@@ -3,7 +3,7 @@ gloo processes, 50 launches each, every process exiting 0, none aborted. On torc
 few percent of such processes died with SIGABRT ("terminate called without an active
 exception") during the interpreter's teardown after ``destroy_process_group``, their work
 done; the command now ends them with ``os._exit`` once flushed
-(:func:`cl2gnn.apps.cli.run`).
+(:func:`cl2gnn.cli.main.run`).
 
 Slow (about 10 minutes on 2 cores): marked ``exit_aborts``, outside the default run, run by
 ``.ci/run`` (``python -m pytest -m exit_aborts``)."""

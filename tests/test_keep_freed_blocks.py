@@ -1,4 +1,4 @@
-"""``cl2gnn.apps.cli.keep_freed_blocks``: after it, a 16 MiB block comes from the heap (and
+"""``cl2gnn.cli.main.keep_freed_blocks``: after it, a 16 MiB block comes from the heap (and
 stays there when freed) instead of its own mmap, which glibc unmaps on ``free``."""
 
 import ctypes
@@ -20,7 +20,7 @@ PROBE = textwrap.dedent(
     libc.mallinfo2.restype = MallInfo2
     libc.malloc.restype = ctypes.c_void_p
     if sys.argv[1] == "keep":
-        from cl2gnn.apps.cli import keep_freed_blocks
+        from cl2gnn.cli.main import keep_freed_blocks
         keep_freed_blocks()
     before = libc.mallinfo2().hblkhd  # bytes in blocks served by their own mmap
     block = libc.malloc(16 << 20)

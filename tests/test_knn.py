@@ -244,13 +244,13 @@ def test_faiss_that_does_not_import_falls_back_to_torch(error, tmp_path, monkeyp
     torch.manual_seed(3)
     assert torch.equal(labels, spherical_kmeans(x, 4))
 
-    from cl2gnn.apps.cli import main
+    from cl2gnn.cli.main import main
 
     assert main(["info"]) == 0
 
 
 def test_info_names_why_faiss_does_not_load(fake_faiss, capsys):
-    from cl2gnn.apps.cli import main
+    from cl2gnn.cli.main import main
 
     fake_faiss(None, "OSError: libcublas.so.12: cannot open shared object file")
     assert main(["info"]) == 0

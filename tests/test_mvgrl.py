@@ -14,8 +14,8 @@ from torch_geometric.utils import coalesce, remove_self_loops
 
 from cl2gnn.losses import LocalGlobalLoss, local_global_loss
 from cl2gnn.node import Diffusion, NodeConfig, train_node_model
-from cl2gnn.node.features import permute_rows
-from cl2gnn.node.trainer import builtin_encoder
+from cl2gnn.node.encoders.features import permute_rows
+from cl2gnn.node.training.trainer import builtin_encoder
 
 from .conftest import random_graph
 

@@ -9,7 +9,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.utils import mask_feature
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 from cl2gnn.datasets.nodes import feature_knn_dataset
 from cl2gnn.node import (
     METHODS,
@@ -24,9 +24,9 @@ from cl2gnn.node import (
     probe_scores,
     train_node_model,
 )
-from cl2gnn.node.features import ColumnMasked
-from cl2gnn.node.minibatch import layer_rows, trimmed
-from cl2gnn.node.models import GraphEncoder
+from cl2gnn.node.encoders.features import ColumnMasked
+from cl2gnn.node.training.minibatch import layer_rows, trimmed
+from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
 DATA = os.environ.get("CL2GNN_DATA")
 HAS_CORA = bool(DATA) and (Path(DATA) / "planetoid" / "Cora" / "raw").is_dir()
@@ -227,7 +227,7 @@ def test_concat_embedding_option(digits):
 
 
 def test_out_channels_keeps_the_layers_ratio_unless_hidden_channels_is_given():
-    from cl2gnn.apps.node import configure
+    from cl2gnn.node.evaluation.experiment import configure
 
     base = default_config("Cora").with_overrides(out_channels=256, hidden_channels=512)
     assert configure(base, None, 1024).hidden_channels == 2048

@@ -7,12 +7,12 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 from cl2gnn.datasets import contextual_sbm
 from cl2gnn.node import NodeConfig, train_node_model
 from cl2gnn.node import auto as node_auto
 from cl2gnn.node import config as node_config
-from cl2gnn.node.auto import choose_method
+from cl2gnn.node.evaluation.auto import choose_method
 
 from .test_scaleout import _join, _spawn
 

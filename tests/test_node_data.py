@@ -11,8 +11,8 @@ import torch
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
-from cl2gnn.apps.cli import main
-from cl2gnn.apps.node import run_node
+from cl2gnn.cli.main import main
+from cl2gnn.node.evaluation.experiment import run_node
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
     NodeConfig,
@@ -24,7 +24,7 @@ from cl2gnn.node import (
     train_node_model,
 )
 from cl2gnn.node.config import OTHER_GRAPHS_METHOD
-from cl2gnn.node.evaluate import C_GRID, default_protocol, metric_for
+from cl2gnn.node.evaluation.probes import C_GRID, default_protocol, metric_for
 
 DATA = os.environ.get("CL2GNN_DATA")
 SHIPPED = Path(DATA or "/nonexistent") / "heterophilous"

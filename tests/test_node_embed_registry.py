@@ -10,7 +10,7 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.nn.models import GCN
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 from cl2gnn.datasets import load_node_dataset, write_npz
 from cl2gnn.node import REGISTRY, NodeConfig, load_encoder, train_node_model
 from cl2gnn.node.methods.mvgrl import MVGRLEncoder

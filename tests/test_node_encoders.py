@@ -4,7 +4,7 @@ float64 references written from their formulas."""
 import pytest
 import torch
 
-from cl2gnn.node.models import GraphEncoder
+from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
 
 def sage_layer_reference(h, edges, self_weight, neighbor_weight, bias):

@@ -27,13 +27,13 @@ from cl2gnn.node import (
     NodeConfig,
 )
 from cl2gnn.node import names as node_names
-from cl2gnn.node.fullbatch import FullBatchTrainer
+from cl2gnn.node.training.fullbatch import FullBatchTrainer
 from cl2gnn.node.methods import contrastive
-from cl2gnn.node.propagation import PropagationStructure, ValuedGraph, ViewGraphs
+from cl2gnn.node.encoders.propagation import PropagationStructure, ValuedGraph, ViewGraphs
 from cl2gnn.node.views import view_masks
 
 f64 = torch.float64
-node_fit = importlib.import_module("cl2gnn.node.fit")  # the module: cl2gnn.node.fit is fit()
+node_fit = importlib.import_module("cl2gnn.node.training.fit")  # the module: cl2gnn.node.training.fit is fit()
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ from torch_geometric.data import Data
 from cl2gnn.datasets import contextual_sbm
 from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig
-from cl2gnn.node.features import prepare_features
-from cl2gnn.node.inference import full_neighborhood, layerwise_embeddings
-from cl2gnn.node.minibatch import MinibatchTrainer
-from cl2gnn.node.models import GraphEncoder
+from cl2gnn.node.encoders.features import prepare_features
+from cl2gnn.node.training.inference import full_neighborhood, layerwise_embeddings
+from cl2gnn.node.training.minibatch import MinibatchTrainer
+from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
 
 @pytest.fixture(autouse=True)

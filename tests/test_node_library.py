@@ -11,7 +11,7 @@ from torch_geometric.nn import GATConv
 from torch_geometric.nn.models import GraphSAGE
 from torch_geometric.transforms import Compose, NormalizeFeatures
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 from cl2gnn.node import (
     METHODS,
     DropEdge,
@@ -438,7 +438,7 @@ def test_bad_graphs_are_refused_before_any_kernel(name, data, message, method):
     ],
 )
 def test_labels_the_probe_cannot_read_are_refused_before_training(labels, message):
-    from cl2gnn.apps.node import check_probe
+    from cl2gnn.node.evaluation.experiment import check_probe
 
     data = community_graph(6)
     data.y = torch.tensor(labels)
@@ -449,7 +449,7 @@ def test_labels_the_probe_cannot_read_are_refused_before_training(labels, messag
 def test_karate_club_is_refused_in_one_line_before_training(capsys, monkeypatch):
     from torch_geometric.datasets import KarateClub
 
-    from cl2gnn.apps import node as node_app
+    from cl2gnn.cli import node as node_app
 
     karate = KarateClub()[0]
     karate.name = "KarateClub"

@@ -18,7 +18,7 @@ from cl2gnn.node import (
 from cl2gnn.node.methods import ContrastiveMethod
 from cl2gnn.node.methods.graphacl import sample_neighbors
 from cl2gnn.node.methods.target import TargetEncoder
-from cl2gnn.node.models import GraphEncoder
+from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
 from ._method_views import encoder_and_batch, randn, small_graph
 

@@ -16,12 +16,12 @@ from torch_geometric.data import Data
 from cl2gnn.datasets import contextual_sbm
 from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig, train_node_model
-from cl2gnn.node.evaluate import probe_scores
-from cl2gnn.node.inference import full_neighborhood, layerwise_embeddings
+from cl2gnn.node.evaluation.probes import probe_scores
+from cl2gnn.node.training.inference import full_neighborhood, layerwise_embeddings
 from cl2gnn.node.methods import REGISTRY, ContrastiveMethod
-from cl2gnn.node.minibatch import MinibatchTrainer
-from cl2gnn.node.models import GraphEncoder
-from cl2gnn.node.sampler import SeedBatches
+from cl2gnn.node.training.minibatch import MinibatchTrainer
+from cl2gnn.node.encoders.graph_encoder import GraphEncoder
+from cl2gnn.node.training.sampler import SeedBatches
 
 from ._ranks import free_port
 
@@ -376,7 +376,7 @@ def test_two_processes_equal_one_process_on_the_same_global_batches(single_proce
     ],
 )
 def test_cli_refuses_bad_minibatch_options(argv, message, capsys, tmp_path):
-    from cl2gnn.apps.cli import main
+    from cl2gnn.cli.main import main
 
     out = tmp_path / "r.json"
     with pytest.raises(SystemExit) as exit_:
@@ -387,7 +387,7 @@ def test_cli_refuses_bad_minibatch_options(argv, message, capsys, tmp_path):
 
 
 def test_cli_under_torchrun_needs_batch_size(monkeypatch, capsys):
-    from cl2gnn.apps.cli import main
+    from cl2gnn.cli.main import main
 
     monkeypatch.setenv("WORLD_SIZE", "2")
     with pytest.raises(SystemExit) as exit_:
@@ -399,7 +399,7 @@ def test_cli_under_torchrun_needs_batch_size(monkeypatch, capsys):
 def test_cli_minibatch_run_writes_its_settings(tmp_path):
     import json
 
-    from cl2gnn.apps.cli import main
+    from cl2gnn.cli.main import main
 
     out = tmp_path / "r.json"
     argv = ["node", "--method", "grace", "--epochs", "1", "--seeds", "1", "--batch-size", "512"]

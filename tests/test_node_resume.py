@@ -15,11 +15,11 @@ import torch
 from torch_geometric.data import Data
 from torch_geometric.nn.models import GCN
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 from cl2gnn.datasets import write_npz
 from cl2gnn.node import NodeConfig, train_node_model
-from cl2gnn.node.checkpoint import CHECKPOINT
-from cl2gnn.node.fullbatch import FullBatchTrainer
+from cl2gnn.node.training.checkpoint import CHECKPOINT
+from cl2gnn.node.training.fullbatch import FullBatchTrainer
 
 OWN = dict(proj_hidden=8, predictor_hidden=8)  # the built-in encoder's shape apart
 FAST = dict(OWN, out_channels=8, hidden_channels=16)

@@ -10,8 +10,8 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 from torch_geometric.data import Data
 
 from cl2gnn.node import NodeConfig
-from cl2gnn.node.fullbatch import FullBatchTrainer
-from cl2gnn.node.minibatch import MinibatchTrainer
+from cl2gnn.node.training.fullbatch import FullBatchTrainer
+from cl2gnn.node.training.minibatch import MinibatchTrainer
 
 
 def graph(n=40):

@@ -16,7 +16,7 @@ from torch_geometric.data import Data
 from torch_geometric.nn.models import GCN, GraphSAGE
 from torch_geometric.transforms import Compose, NormalizeFeatures
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 from cl2gnn.graphs import knn_graph
 from cl2gnn.node import (
     METHODS,
@@ -30,10 +30,10 @@ from cl2gnn.node import (
 )
 from cl2gnn.node import trainer as trainer_module
 from cl2gnn.node.config import METHOD_DEFAULTS
-from cl2gnn.node.fullbatch import FullBatchTrainer
+from cl2gnn.node.training.fullbatch import FullBatchTrainer
 from cl2gnn.node.methods import REGISTRY
-from cl2gnn.node.minibatch import MinibatchTrainer
-from cl2gnn.node.trainer import BUILTIN_ONLY
+from cl2gnn.node.training.minibatch import MinibatchTrainer
+from cl2gnn.node.training.trainer import BUILTIN_ONLY
 
 N = 30
 SMALL = {"epochs": 2, "proj_hidden": 8, "predictor_hidden": 8, "samples_per_node": 3}

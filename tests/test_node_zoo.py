@@ -15,8 +15,8 @@ from cl2gnn.losses import (
     local_global_loss,
 )
 from cl2gnn.node import EncoderInput, NodeConfig, make_method
-from cl2gnn.node.features import ColumnMasked, SparseFeatures, shuffle_rows
-from cl2gnn.node.models import GraphEncoder
+from cl2gnn.node.encoders.features import ColumnMasked, SparseFeatures, shuffle_rows
+from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
 from ._method_views import encoder_and_batch, randn
 

@@ -9,8 +9,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from cl2gnn.apps import cmdline
-from cl2gnn.apps.cli import main
+from cl2gnn.cli import cmdline
+from cl2gnn.cli.main import main
 
 from .test_node_data import graph_arrays
 
@@ -147,7 +147,7 @@ def test_the_probes_label_check_bounds_labels_by_the_nodes_before_counting(monke
     import torch
     from torch_geometric.data import Data
 
-    from cl2gnn.apps.node import check_probe
+    from cl2gnn.node.evaluation.experiment import check_probe
 
     bincount_spy(monkeypatch, N)
     y = torch.arange(N) % 3

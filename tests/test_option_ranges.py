@@ -162,7 +162,7 @@ def command_parsers() -> dict[str, object]:
     import argparse
     import importlib
 
-    from cl2gnn.apps.cli import build_parser
+    from cl2gnn.cli.main import build_parser
 
     (commands,) = (a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     parsers = {name: p for name, p in commands.choices.items() if name not in ("simclr", "simsiam")}
@@ -171,7 +171,7 @@ def command_parsers() -> dict[str, object]:
         pass
 
     for name in ("simclr", "simsiam"):
-        module = importlib.import_module(f"cl2gnn.apps.{name}")
+        module = importlib.import_module(f"cl2gnn.cli.{name}")
 
         def capture(parser, argv, per_dataset):
             raise Built(parser)
@@ -211,11 +211,11 @@ def test_a_huge_number_is_refused_in_one_line_naming_the_option(
     would start the command)."""
     import importlib
 
-    from cl2gnn.apps.cli import build_parser
+    from cl2gnn.cli.main import build_parser
 
     with pytest.raises(SystemExit) as exit_info:
         if command in ("simclr", "simsiam"):
-            importlib.import_module(f"cl2gnn.apps.{command}").parse([option, value], command)
+            importlib.import_module(f"cl2gnn.cli.{command}").parse([option, value], command)
         else:
             build_parser().parse_args([command, option, value])
     err = capsys.readouterr().err

@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 
-from cl2gnn.apps.cli import main
+from cl2gnn.cli.main import main
 from cl2gnn.node import default_config, train_node_model
 from cl2gnn.node import fit as node_fit
 from cl2gnn.node import fullbatch as node_fullbatch

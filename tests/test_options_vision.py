@@ -6,7 +6,7 @@ the plain objective at the option's neutral value."""
 import pytest
 import torch
 
-from cl2gnn.apps import pretrain
+from cl2gnn.cli import pretrain
 
 from . import reference as ref
 from .test_vision import load_example

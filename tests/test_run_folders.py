@@ -19,14 +19,14 @@ import pytest
 import torch
 
 from cl2gnn import _files
-from cl2gnn.apps import cmdline
+from cl2gnn.cli import cmdline
 
 TINY = ["--subset", "64", "--batch-size", "32", "--epochs", "1", "--no-progress"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def simclr(argv):
-    return importlib.import_module("cl2gnn.apps.simclr").main(argv)
+    return importlib.import_module("cl2gnn.cli.simclr").main(argv)
 
 
 def fails(argv, capsys, monkeypatch) -> str:
@@ -269,7 +269,7 @@ def test_an_output_under_a_dangling_link_is_refused_before_any_work(
 
 
 def node(argv: list[str]) -> int:
-    from cl2gnn.apps.cli import main
+    from cl2gnn.cli.main import main
 
     return main(["node", *argv])
 

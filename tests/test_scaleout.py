@@ -254,7 +254,7 @@ PROBE_SECONDS = 7.0  # rank 0's first probe takes this long
 
 
 def _probe_worker(rank, world, port, out, kwargs):
-    import cl2gnn.apps.node as node_app
+    import cl2gnn.node.evaluation.experiment as node_app
 
     _join(rank, world, port, timeout=GROUP_TIMEOUT)
     probe = node_app.probe_score

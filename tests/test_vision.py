@@ -181,7 +181,7 @@ def test_checkpoint_written_on_cuda_resumes_there_with_its_generators(tmp_path):
 
 def load_example(name):
     """The image pre-training command ``cl2gnn {name}``'s module."""
-    return importlib.import_module(f"cl2gnn.apps.{name}")
+    return importlib.import_module(f"cl2gnn.cli.{name}")
 
 
 TINY = ["--epochs", "1", "--subset", "200", "--batch-size", "64", "--no-progress"]

@@ -22,7 +22,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.utils import stochastic_blockmodel_graph
 
-from .._validation import check_integer
+from .._checks import integer
 
 STREAM_ROWS = 4096  # rows (nodes or edges) per random stream; chunks are whole streams
 _NODES, _FEATURES, _EDGES = range(3)  # the random streams' purposes
@@ -118,12 +118,12 @@ def contextual_sbm(
           directions of edge ``i``), ``train_mask``, ``val_mask``, ``test_mask`` ``[N]``
           booleans (10 / 10 / 80 %).
     """
-    check_integer(num_classes, "num_classes", 2)
-    check_integer(num_nodes, "num_nodes", 2 * num_classes)
-    check_integer(num_edges, "num_edges", 1)
-    check_integer(num_features, "num_features", 1)
-    check_integer(seed, "seed", 0)
-    check_integer(chunk_size, "chunk_size", 1)
+    integer(2)(num_classes, "num_classes")
+    integer(2 * num_classes)(num_nodes, "num_nodes")
+    integer(1)(num_edges, "num_edges")
+    integer(1)(num_features, "num_features")
+    integer(0)(seed, "seed")
+    integer(1)(chunk_size, "chunk_size")
     for name, value, high in (
         ("homophily", homophily, 1.0),
         ("feature_signal", feature_signal, float("inf")),

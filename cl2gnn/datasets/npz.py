@@ -33,8 +33,8 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.utils import to_undirected
 
+from .._checks import integer
 from .._files import atomic_path
-from .._validation import check_integer
 
 KEYS = ("node_features", "node_labels", "edges", "train_masks", "val_masks", "test_masks")
 MASKS = ("train_masks", "val_masks", "test_masks")
@@ -84,7 +84,7 @@ def inflation_limit(max_inflated_bytes: int | None = None) -> int:
             raise ValueError(f"{source} must be a number of bytes, got {value!r}") from None
     if value is None:
         return MAX_INFLATED_BYTES
-    check_integer(value, source, 1)
+    integer(1)(value, source)
     return value
 
 
@@ -229,7 +229,7 @@ def write_npz(data: Data, path: str | Path, *, chunk_size: int = 1 << 22) -> Non
         path (str or pathlib.Path): the file to write.
         chunk_size (int, optional): edges per write (default: ``2**22``).
     """
-    check_integer(chunk_size, "chunk_size", 1)
+    integer(1)(chunk_size, "chunk_size")
     keys = ("x", "y", "edge_index", "train_mask", "val_mask", "test_mask")
     missing = [key for key in keys if data.get(key) is None]
     if missing:

@@ -75,7 +75,7 @@ def group_ended() -> bool:
     few percent of gloo runs after ``destroy_process_group``, during the interpreter's
     teardown, once ``torch._dynamo`` is imported (PyG imports it): "terminate called
     without an active exception", SIGABRT, the run's work done. The command line therefore
-    ends such a process with ``os._exit`` after flushing (:func:`cl2gnn.apps.cli.run`); a
+    ends such a process with ``os._exit`` after flushing (:func:`cl2gnn.cli.main.run`); a
     script of one's own may do the same."""
     return _ENDED
 

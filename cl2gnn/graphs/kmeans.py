@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .._validation import check_features, check_integer
+from .._checks import integer
+from .._validation import check_features
 from ._faiss import load_faiss
 
 ITERATIONS = 20  # FAISS's Kmeans default, what the node methods have always used
@@ -41,8 +42,8 @@ def spherical_kmeans(
         The labels ``[N]`` (int64, on ``x``'s device).
     """
     check_features(x)
-    check_integer(clusters, "clusters", 1, x.size(0))
-    check_integer(iterations, "iterations", 1)
+    integer(1, x.size(0))(clusters, "clusters")
+    integer(1)(iterations, "iterations")
     data = F.normalize(x.detach().float(), dim=1)
     if init is None:
         centroids = _kmeans_plus_plus(data, clusters)
@@ -94,7 +95,7 @@ def cluster_labels(x: Tensor, clusters: int) -> Tensor:
     if faiss is None:
         return spherical_kmeans(x, clusters)
     check_features(x)
-    check_integer(clusters, "clusters", 1, x.size(0))
+    integer(1, x.size(0))(clusters, "clusters")
     data = F.normalize(x.detach().float(), dim=1).cpu().numpy()
     seed = int(torch.randint(2**31 - 1, ()))
     kmeans = faiss.Kmeans(data.shape[1], clusters, niter=ITERATIONS, spherical=True, seed=seed)

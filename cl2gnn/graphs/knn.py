@@ -7,7 +7,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import coalesce, to_undirected
 
-from .._validation import check_features, check_integer
+from .._checks import integer
+from .._validation import check_features
 from ._faiss import FAISS_GPU_MAX_K, faiss_available, faiss_has_gpu, faiss_problem
 from .knn_backends import knn_faiss
 from .knn_tiles import knn_tiles
@@ -85,7 +86,7 @@ def knn_graph(
     if not 1 <= k < n:
         raise ValueError(f"k must satisfy 1 <= k < N = {n}, got k={k}")
     if tile_size is not None:
-        check_integer(tile_size, "tile_size", 1)
+        integer(1)(tile_size, "tile_size")
     if return_scores and symmetrize is not None:
         raise ValueError("return_scores is only available without symmetrize")
     backend, precision = choose_search(backend, precision, index, k, x.device, x.dtype)

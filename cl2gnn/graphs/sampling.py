@@ -18,7 +18,8 @@ from torch_geometric.sampler import BaseSampler, NodeSamplerInput, SamplerOutput
 from torch_geometric.sampler.neighbor_sampler import node_sample
 from torch_geometric.sampler.utils import to_csc
 
-from .._validation import as_edge_index, check_integer
+from .._checks import integer
+from .._validation import as_edge_index
 
 # NeighborLoader options the torch sampler does not implement: refused on both paths, so
 # that a script behaves the same with and without pyg-lib.
@@ -98,7 +99,7 @@ class TorchNeighborSampler(BaseSampler):
         if not num_neighbors:
             raise ValueError("num_neighbors must name at least one hop, got []")
         for hop, count in enumerate(num_neighbors):
-            check_integer(count, f"num_neighbors[{hop}]", -1)
+            integer(-1)(count, f"num_neighbors[{hop}]")
         _check_graph(data)
         self.num_neighbors = num_neighbors
         self.num_nodes = data.num_nodes

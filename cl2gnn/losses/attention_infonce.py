@@ -8,7 +8,8 @@ from torch import Tensor
 from torch_geometric.utils import scatter
 from typing_extensions import Unpack
 
-from .._options import Distributed, Finite, Temperature, checks_options, one_of
+from .._checks import one_of
+from .._options import Distributed, Finite, Temperature, checks_options
 from .._registry import PAIR_LOSSES
 from .._validation import check_features
 from ..nn import AttentionAlignConv

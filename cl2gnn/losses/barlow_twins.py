@@ -8,10 +8,11 @@ from typing import Annotated
 import torch
 from torch import Tensor
 
-from .._options import Distributed, checks_options, optional
+from .._checks import non_negative, optional
+from .._options import Distributed, checks_options
 from ..distributed import all_reduce_sum
 from ._inputs import FunctionalLoss
-from .cca_ssg import check_non_negative, node_views
+from .cca_ssg import node_views
 
 EPS = 1e-15  # added to the standard deviation, as the authors' code does
 
@@ -36,7 +37,7 @@ def batch_normalize_across_ranks(h: Tensor, n: int) -> Tensor:
 def barlow_twins_loss(
     h1: Tensor,
     h2: Tensor,
-    off_diagonal: Annotated[float | None, optional(check_non_negative)] = None,
+    off_diagonal: Annotated[float | None, optional(non_negative)] = None,
     distributed: Distributed = None,
 ) -> Tensor:
     r"""The Barlow Twins loss as Graph Barlow Twins' code computes it: with :math:`Z_v` the

@@ -3,12 +3,12 @@ decorrelation of their dimensions."""
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
 import torch
 from torch import Tensor
 
+from .._checks import non_negative
 from .._options import Distributed, checks_options
 from .._validation import check_features, check_same_shape
 from ..distributed import all_reduce_sum, is_distributed, shard_of
@@ -33,13 +33,6 @@ def standardize_across_ranks(h: Tensor, n: int) -> Tensor:
     return centred / variance.clamp(min=torch.finfo(h.dtype).eps ** 2).sqrt()
 
 
-def check_non_negative(value, name: str) -> None:
-    if isinstance(value, bool) or not (
-        isinstance(value, int | float) and math.isfinite(value) and value >= 0
-    ):
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-
-
 def node_views(h1: Tensor, h2: Tensor, distributed: str | None, what: str):
     """The checks and the shard of two views' node embeddings that a loss normalises per
     column over the nodes (of every rank under ``distributed``): ``(N, d, shard)``, ``N``
@@ -58,7 +51,7 @@ def node_views(h1: Tensor, h2: Tensor, distributed: str | None, what: str):
 def cca_ssg_loss(
     h1: Tensor,
     h2: Tensor,
-    decorrelation: Annotated[float, check_non_negative] = 1e-3,
+    decorrelation: Annotated[float, non_negative] = 1e-3,
     distributed: Distributed = None,
 ) -> Tensor:
     r"""CCA-SSG's loss on the two views' embeddings, as the authors' code computes it: with

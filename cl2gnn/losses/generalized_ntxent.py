@@ -9,7 +9,8 @@ from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from typing_extensions import Unpack
 
-from .._options import Temperature, check_callable, checks_options
+from .._checks import callable_or_none
+from .._options import Temperature, checks_options
 from .._registry import PAIR_LOSSES
 from . import _tiling
 from ._inputs import Graph, GraphLoss, resolve_views
@@ -22,8 +23,8 @@ def generalized_nt_xent(
     z2: Tensor | None = None,
     *,
     temperature: Temperature = 0.5,
-    psi: Annotated[Callable[[Tensor], Tensor] | None, check_callable] = None,
-    eta: Annotated[Callable[[Tensor], Tensor] | None, check_callable] = None,
+    psi: Annotated[Callable[[Tensor], Tensor] | None, callable_or_none] = None,
+    eta: Annotated[Callable[[Tensor], Tensor] | None, callable_or_none] = None,
     normalize: bool = True,
     **graph: Unpack[Graph],
 ) -> Tensor:

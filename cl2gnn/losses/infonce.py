@@ -8,7 +8,8 @@ import torch.nn.functional as F
 from torch import Tensor
 from typing_extensions import Unpack
 
-from .._options import Distributed, Temperature, checks_options, integer, one_of, optional
+from .._checks import integer, one_of, optional
+from .._options import Distributed, Temperature, checks_options
 from .._registry import PAIR_LOSSES
 from ..nn import ContrastiveConv
 from ..nn._dispatch import check_matmul_dtype

@@ -11,17 +11,10 @@ from torch import Tensor
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from typing_extensions import Unpack
 
-from .._options import (
-    Distributed,
-    Positive,
-    Temperature,
-    check_unit_interval,
-    checks_options,
-    one_of,
-    optional,
-)
+from .._checks import one_of, open_unit_interval, optional
+from .._checks import temperature as temperature_check
+from .._options import Distributed, Positive, Temperature, checks_options
 from .._registry import PAIR_LOSSES
-from .._validation import check_temperature
 from ..distributed import Shard, gather_rows, row_logsumexp
 from . import _tiling
 from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean
@@ -54,9 +47,9 @@ def kernel_info_nce(
     temperature: Temperature = 0.5,
     mixture: Annotated[str | None, one_of(*MIXTURES)] = None,
     mixture_form: Annotated[str, one_of(*MIXTURE_FORMS)] = "loss",
-    lam: Annotated[float, check_unit_interval] = 0.5,
+    lam: Annotated[float, open_unit_interval()] = 0.5,
     gamma2: Positive = 2.0,
-    temperature2: Annotated[float | None, optional(check_temperature)] = None,
+    temperature2: Annotated[float | None, optional(temperature_check)] = None,
     distributed: Distributed = None,
     **graph: Unpack[Graph],
 ) -> Tensor:

@@ -7,7 +7,8 @@ from torch import Tensor
 from torch_geometric.utils import coalesce, remove_self_loops
 from typing_extensions import Unpack
 
-from .._options import Distributed, Temperature, checks_options, one_of
+from .._checks import one_of
+from .._options import Distributed, Temperature, checks_options
 from .._registry import PAIR_LOSSES
 from ..nn._graph import edge_dot
 from ._inputs import Graph, GraphLoss, shard_of_views, share_of_mean

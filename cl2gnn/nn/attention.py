@@ -10,7 +10,8 @@ from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
-from .._options import Distributed, Finite, TileSize, check_options, one_of
+from .._checks import one_of
+from .._options import Distributed, Finite, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index, check_features
 from ..distributed import (

@@ -6,7 +6,8 @@ from typing import Annotated
 import torch
 from torch import Tensor
 
-from .._options import Distributed, Finite, Temperature, TileSize, check_options, one_of
+from .._checks import one_of
+from .._options import Distributed, Finite, Temperature, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index
 from ..graphs.pair import pair_graph

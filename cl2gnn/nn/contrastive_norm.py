@@ -9,7 +9,8 @@ from torch import Tensor
 from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
-from .._options import Finite, Temperature, TileSize, check_options, one_of
+from .._checks import one_of
+from .._options import Finite, Temperature, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index, as_keys, check_features
 from ..distributed.partition import masked_logits

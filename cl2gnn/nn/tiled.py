@@ -37,7 +37,7 @@ from typing import Annotated
 import torch
 from torch import Tensor
 
-from .._options import one_of, optional
+from .._checks import one_of, optional
 from .._tiles import acc_dtype as _acc_dtype
 from .._tiles import online_update as _online_update
 from .._tiles import tile_ranges as _ranges

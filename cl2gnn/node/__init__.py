@@ -26,16 +26,16 @@ if TYPE_CHECKING:  # the exports, read by lazy_exports
     from .adaptive_views import AdaptiveDropEdge, AdaptiveMaskFeatures
     from .config import GRACE_PUBLISHED, NodeConfig
     from .defaults import default_config, default_method
-    from .evaluate import adam_probe_scores, make_split, probe_score, probe_scores
-    from .features import SparseFeatures, prepare_features
-    from .fit import fit
-    from .fullbatch import FullBatchTrainer
+    from .evaluation.probes import adam_probe_scores, make_split, probe_score, probe_scores
+    from .encoders.features import SparseFeatures, prepare_features
+    from .training.fit import fit
+    from .training.fullbatch import FullBatchTrainer
     from .methods import REGISTRY, EncoderInput, NodeMethod, ViewBatch, make_method
-    from .minibatch import MinibatchTrainer
-    from .models import GraphEncoder, ProjectionHead
+    from .training.minibatch import MinibatchTrainer
+    from .encoders.graph_encoder import GraphEncoder, ProjectionHead
     from .names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
     from .result import TrainResult, load_encoder
-    from .train import train_node_model
+    from .api import train_node_model
     from .views import Diffusion, DropEdge, MaskFeatures
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, globals())

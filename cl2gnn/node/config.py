@@ -37,7 +37,7 @@ class NodeConfig:
     ``2 · out_channels``), ``out_activation`` (the activation after the last layer too),
     ``batch_norm`` (before each activation) and ``self_loops`` (GCN's added self-loops).
     With an encoder of one's own the built-in encoder's fields keep their defaults
-    (:data:`cl2gnn.node.trainer.BUILTIN_ONLY`; ``default_config(graph, method,
+    (:data:`cl2gnn.node.training.trainer.BUILTIN_ONLY`; ``default_config(graph, method,
     encoder=...)`` leaves them so).
 
     Methods: ``temperature`` of the contrastive losses, ``neighbor_weight`` of graph
@@ -468,7 +468,7 @@ def graph_name(graph) -> str | None:
 
 
 # what cl2gnn node without --method (method "auto") chooses among, on each graph's own
-# validation nodes (cl2gnn.node.auto): the graph's published configuration where it has one,
+# validation nodes (cl2gnn.node.evaluation.auto): the graph's published configuration where it has one,
 # then these, in the order of their mean validation rank on every on-disk graph without one
 # (results/node_default_selection.json): CCA-SSG with the GraphSAGE encoder and every layer
 # read out (2.29), GRACE's alike with 256 sampled keys (3.0, the best on chameleon-filtered),

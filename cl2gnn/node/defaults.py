@@ -21,7 +21,7 @@ from .config import (
 )
 from .inputs import check_encoder
 from .methods import method_type
-from .trainer import BUILTIN_ONLY
+from .training.trainer import BUILTIN_ONLY
 
 
 def default_method(graph) -> str:
@@ -47,9 +47,9 @@ def default_config(
     sampled keys are kept for the methods that take them only.
 
     ``encoder``: an encoder of one's own, which the configuration is for: the built-in
-    encoder's fields (:data:`~cl2gnn.node.trainer.BUILTIN_ONLY`) are left at their defaults,
+    encoder's fields (:data:`~cl2gnn.node.training.trainer.BUILTIN_ONLY`) are left at their defaults,
     and the recipe's feature normalisation is kept, applied to ``data.x`` before the encoder
-    reads it (:func:`~cl2gnn.node.trainer.feature_transform`)."""
+    reads it (:func:`~cl2gnn.node.training.trainer.feature_transform`)."""
     dataset = graph_name(graph)
     # an objective of one's own trains on GRACE's scheme, with GRACE's configurations
     name = "grace" if callable(method) else method

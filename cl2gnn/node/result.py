@@ -20,12 +20,12 @@ from torch_geometric.transforms import BaseTransform
 
 from .._files import atomic_path, write_text_atomic
 from ..distributed.launch import _first_line as first_line
-from .checkpoint import load_file, write_checkpoint
+from .training.checkpoint import load_file, write_checkpoint
 from .config import NodeConfig
 from .inputs import check_graph
 from .methods import NodeMethod
 from .methods.mvgrl import MVGRLEncoder
-from .models import GraphEncoder
+from .encoders.graph_encoder import GraphEncoder
 from .views import Diffusion
 
 FORMAT = "cl2gnn-node-encoder"
@@ -54,13 +54,13 @@ class TrainResult:
         config: the configuration it trained with.
         seed: the seed it trained with.
         choice: with method ``"auto"``, what was chosen and why
-            (:class:`~cl2gnn.node.auto.Choice`).
+            (:class:`~cl2gnn.node.evaluation.auto.Choice`).
         transform: what training applied to a graph before :attr:`encoder` read it, to
             apply the same way before embedding another (:meth:`embed` does): the
             configuration's row normalisation (PyG's ``NormalizeFeatures``) for an encoder
             of one's own, ``None`` for the built-in encoder (it normalises inside).
         checkpoint: the run's state at the end of training
-            (:func:`~cl2gnn.node.checkpoint.run_checkpoint`): what
+            (:func:`~cl2gnn.node.training.checkpoint.run_checkpoint`): what
             :meth:`save` writes as ``checkpoint.pt`` and ``resume=`` continues from.
     """
 

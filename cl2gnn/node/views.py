@@ -7,7 +7,7 @@ The built-in encoder opts into one speed-up: where a view is made of these two a
 other steps that drop edges or mask whole columns), the view is drawn as its masks
 (:func:`view_masks`): the column mask is applied to the first layer's weight, so that no view
 copies the features, and the kept edges zero the dropped entries of a propagation graph whose
-structure is built once (:class:`~cl2gnn.node.propagation.PropagationStructure`)."""
+structure is built once (:class:`~cl2gnn.node.encoders.propagation.PropagationStructure`)."""
 
 from __future__ import annotations
 

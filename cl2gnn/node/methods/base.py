@@ -11,7 +11,7 @@ from torch import Tensor
 
 from ..._registry import NODE_METHODS as REGISTRY
 from ..config import NodeConfig
-from ..features import ColumnMasked, SparseFeatures
+from ..encoders.features import ColumnMasked, SparseFeatures
 from ..inputs import checked_output
 from ..views import View, config_views
 

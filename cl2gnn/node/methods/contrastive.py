@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from ..._validation import check_integer
+from ..._checks import integer
 from ...graphs import cluster_labels, knn_graph, pair_graph
 from ...losses import (
     KernelInfoNCELoss,
@@ -26,7 +26,7 @@ from ...losses import (
 )
 from ...nn import MultiStageMemory
 from ..config import NodeConfig
-from ..models import ProjectionHead
+from ..encoders.graph_encoder import ProjectionHead
 from .base import NodeMethod, ViewBatch, register_method
 
 
@@ -246,7 +246,7 @@ class Homophily(Neighbors):
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
-        check_integer(config.clusters, "clusters", 1, self.num_nodes)
+        integer(1, self.num_nodes)(config.clusters, "clusters")
         self.clusters = config.clusters
         # the nodes at the ends of each positive edge
         self.register_buffer("positive_nodes", self.positives % self.num_nodes, persistent=False)

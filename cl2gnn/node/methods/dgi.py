@@ -10,7 +10,7 @@ from torch import Tensor
 
 from ...losses import LocalGlobalLoss
 from ..config import NodeConfig
-from ..features import shuffle_rows
+from ..encoders.features import shuffle_rows
 from .base import EncoderInput, NodeMethod, ViewBatch, register_method
 
 

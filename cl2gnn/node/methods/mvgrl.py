@@ -12,9 +12,9 @@ from torch_geometric.transforms import Compose
 
 from ...losses import LocalGlobalLoss
 from ..config import NodeConfig
-from ..features import permute_rows
+from ..encoders.features import permute_rows
 from ..inputs import takes_edge_weight
-from ..models import GraphEncoder
+from ..encoders.graph_encoder import GraphEncoder
 from ..views import Diffusion, View
 from .base import NodeMethod, ViewBatch, register_method
 

@@ -20,13 +20,13 @@ import numpy as np
 import torch.distributed as dist
 from torch_geometric.data import Data
 
-from ..distributed import rank_and_world
-from ..distributed.launch import release, waiting_group
-from .config import NodeConfig, candidates, config_from_dict
-from .evaluate import default_protocol, make_split, metric_for, num_splits, probe_scores
-from .fit import train_run
-from .methods import method_class
-from .result import TrainResult
+from ...distributed import rank_and_world
+from ...distributed.launch import release, waiting_group
+from ..config import NodeConfig, candidates, config_from_dict
+from .probes import default_protocol, make_split, metric_for, num_splits, probe_scores
+from ..training.fit import train_run
+from ..methods import method_class
+from ..result import TrainResult
 
 SCORING_SEEDS = 2  # the first seeds (splits) whose validation nodes choose
 RAW, UNTRAINED = "raw features", "untrained encoder"

@@ -36,18 +36,18 @@ from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 from torch_geometric.loader import NeighborLoader
 
-from .._validation import check_integer
-from ..distributed import rank_and_world
-from ..distributed.launch import stream_seed
-from ..graphs import neighbor_loader
-from .config import NodeConfig
-from .features import is_sparse, prepare_features
+from ..._checks import integer
+from ...distributed import rank_and_world
+from ...distributed.launch import stream_seed
+from ...graphs import neighbor_loader
+from ..config import NodeConfig
+from ..encoders.features import is_sparse, prepare_features
 from .inference import full_neighborhood, layerwise_embeddings
-from .inputs import checked_output
-from .methods import ViewBatch
-from .methods.contrastive import ContrastiveMethod
-from .models import first_rows
-from .propagation import ValuedGraph, ViewGraphs
+from ..inputs import checked_output
+from ..methods import ViewBatch
+from ..methods.contrastive import ContrastiveMethod
+from ..encoders.graph_encoder import first_rows
+from ..encoders.propagation import ValuedGraph, ViewGraphs
 from .sampler import SeedBatches
 from .trainer import Trainer
 
@@ -104,7 +104,7 @@ def has_inference(encoder: torch.nn.Module) -> bool:
 
 
 class MinibatchTrainer(Trainer):
-    """:class:`~cl2gnn.node.trainer.Trainer` on mini-batches: the neighbor loader over this
+    """:class:`~cl2gnn.node.training.trainer.Trainer` on mini-batches: the neighbor loader over this
     rank's :class:`SeedBatches`, the encoder and method under DDP in a process group, and
     the sampler for layer-wise inference.
 
@@ -127,7 +127,7 @@ class MinibatchTrainer(Trainer):
         **options,
     ) -> None:
         rank, world = rank_and_world()
-        check_integer(config.batch_size, "batch_size", 1)
+        integer(1)(config.batch_size, "batch_size")
         if data.get("edge_weight") is not None:
             raise ValueError("data.edge_weight: mini-batch training samples no edge weights")
         n = data.num_nodes
@@ -217,7 +217,7 @@ class MinibatchTrainer(Trainer):
         """One pass over the seed nodes (the first ``max_steps >= 1`` steps of it, if given);
         returns the mean global-batch loss (on the device)."""
         if max_steps is not None:
-            check_integer(max_steps, "max_steps", 1)
+            integer(1)(max_steps, "max_steps")
         total, steps = torch.zeros((), dtype=torch.float64, device=self.device), 0
         for batch in self.loader:
             if steps == max_steps:

@@ -17,7 +17,7 @@ from cl2gnn._torchrun import MODES, launched_by_torchrun
 from cl2gnn.datasets.names import DATASETS, EMBEDDED, PRESETS
 
 from . import cmdline, run_folder
-from .dynamics.names import STUDY_NAMES
+from ..studies.names import STUDY_NAMES
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -110,7 +110,7 @@ def _node(args: argparse.Namespace) -> int:
 def _run_node(
     args: argparse.Namespace, fields: dict, save: Path | None, folder: Path | None = None
 ) -> int:
-    from .node import format_table, run_node
+    from ..node.evaluation.experiment import format_table, run_node
 
     results = run_node(
         args.dataset,
@@ -210,7 +210,7 @@ def _check_node(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from .dynamics import STUDIES, run_study
+    from ..studies import STUDIES, run_study
 
     if args.list:
         print("\n".join(STUDIES))
@@ -241,7 +241,7 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
-# the image pre-training commands parse their own options (cl2gnn.apps.simclr, .simsiam)
+# the image pre-training commands parse their own options (cl2gnn.cli.simclr, .simsiam)
 # and start their own process group under torchrun
 PRETRAIN = {
     "simclr": "SimCLR with cl2gnn's objectives on images (digits on the CPU by default)",

@@ -23,7 +23,7 @@ from torch import Tensor
 from torch_geometric import EdgeIndex
 from torch_geometric.data import Data
 
-from .views import keep_edges
+from ..views import keep_edges
 
 
 @dataclass(frozen=True)

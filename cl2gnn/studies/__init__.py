@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..._lazy import lazy_exports
+from .._lazy import lazy_exports
 from .names import STUDY_NAMES
 
 if TYPE_CHECKING:  # the exports, read by lazy_exports

@@ -18,8 +18,8 @@ from torch_geometric.utils import degree as degree_of
 from torch_geometric.utils import softmax, spmm, to_torch_csr_tensor
 
 from .features import ColumnMasked, SparseFeatures, prepare_features
-from .inputs import check_edge_index
-from .names import EMBEDDINGS, ENCODERS
+from ..inputs import check_edge_index
+from ..names import EMBEDDINGS, ENCODERS
 from .propagation import ValuedGraph
 
 ACTIVATIONS = {
@@ -306,7 +306,7 @@ class GraphEncoder(torch.nn.Module):
 
     def _conv(self, index: int, x: Tensor, graph) -> Tensor:
         """Convolution ``index`` on dense ``x``: the PyG module on a CSR graph or an edge
-        list, its own steps on a :class:`~cl2gnn.node.propagation.ValuedGraph`."""
+        list, its own steps on a :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`."""
         conv = self.convs[index]
         if not isinstance(graph, ValuedGraph):
             return conv(self._pair(x, graph), graph)
@@ -442,7 +442,7 @@ class GraphEncoder(torch.nn.Module):
 
 def propagate(graph: Tensor | ValuedGraph, h: Tensor) -> Tensor:
     """``adj_t @ h`` for a propagation graph: a CSR tensor or a
-    :class:`~cl2gnn.node.propagation.ValuedGraph`."""
+    :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`."""
     return graph.matmul(h) if isinstance(graph, ValuedGraph) else spmm(graph, h)
 
 

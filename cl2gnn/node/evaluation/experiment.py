@@ -14,11 +14,11 @@ from tqdm.auto import tqdm
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.distributed import rank_and_world
 from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
-from cl2gnn.node.auto import candidate_table, choose_method, scoring_seeds
-from cl2gnn.node.checkpoint import CHECKPOINT, write_checkpoint
+from cl2gnn.node.evaluation.auto import candidate_table, choose_method, scoring_seeds
+from cl2gnn.node.training.checkpoint import CHECKPOINT, write_checkpoint
 from cl2gnn.node.config import check_field
 from cl2gnn.node.defaults import default_config
-from cl2gnn.node.evaluate import (
+from cl2gnn.node.evaluation.probes import (
     default_protocol,
     make_split,
     metric_for,
@@ -27,9 +27,9 @@ from cl2gnn.node.evaluate import (
 )
 from cl2gnn.node.inputs import check_labels
 from cl2gnn.node.names import AUTO
-from cl2gnn.node.train import train_node_model
+from cl2gnn.node.api import train_node_model
 
-from . import run_folder
+from ...cli import run_folder
 
 # the trivial baselines a method must beat: the probe on the raw features (L2-normalised, as
 # the embeddings are, and standardised), and the encoder with the method's configuration and
@@ -146,7 +146,7 @@ def run_node(
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
     classes), mean ± std over the seeds. ``method`` defaults to ``"auto"``: the candidate
-    with the best validation score on the graph (:func:`~cl2gnn.node.auto.choose_method`,
+    with the best validation score on the graph (:func:`~cl2gnn.node.evaluation.auto.choose_method`,
     on the first protocol's validation nodes of the first seeds, within ``auto_budget``
     seconds; its runs on those seeds are kept), named under ``"chosen"`` with every
     candidate's score under ``"candidates"``. ``protocols``

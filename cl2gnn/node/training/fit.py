@@ -13,13 +13,13 @@ from torch import Tensor
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
-from .._validation import check_integer
-from ..distributed import rank_and_world
+from ..._checks import integer
+from ...distributed import rank_and_world
 from .checkpoint import resume_run, run_checkpoint, run_identity, write_checkpoint
-from .config import NodeConfig
+from ..config import NodeConfig
 from .fullbatch import FullBatchTrainer
 from .minibatch import MinibatchTrainer
-from .result import TrainResult
+from ..result import TrainResult
 from .trainer import Trainer
 
 LOG_SECONDS = 1.0  # the losses are read back from the device at most this often
@@ -46,12 +46,12 @@ def fit(
     are others), snapshots and checkpoints left out.
 
     ``resume``: continue the run saved there (a ``seed_<k>`` folder, or its
-    ``checkpoint.pt``: :func:`~cl2gnn.node.checkpoint.resume_run`) from its epoch, with its
+    ``checkpoint.pt``: :func:`~cl2gnn.node.training.checkpoint.resume_run`) from its epoch, with its
     losses. ``checkpoint_every > 0`` writes the run's state to ``checkpoint`` (a folder) as
     ``checkpoint.pt`` after every that many epochs, so that an interrupted run resumes."""
     config = trainer.config
-    check_integer(snapshot_every, "snapshot_every", 0)
-    check_integer(checkpoint_every, "checkpoint_every", 0)
+    integer(0)(snapshot_every, "snapshot_every")
+    integer(0)(checkpoint_every, "checkpoint_every")
     if checkpoint_every and checkpoint is None:
         raise ValueError("checkpoint_every needs checkpoint, the folder to write it to")
     single = rank_and_world()[1] == 1  # under a process group each rank's draws are its own

@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .names import PROTOCOLS
+from ..names import PROTOCOLS
 
 C_GRID = 2.0 ** np.arange(-6, 11, 2)
 

@@ -1,6 +1,6 @@
 """What the full-batch and the mini-batch trainer share: the encoder (the built-in one, or
 any module the user brings), the method, the views, the optimiser, one optimisation step,
-and the interface :func:`~cl2gnn.node.fit.fit` drives."""
+and the interface :func:`~cl2gnn.node.training.fit.fit` drives."""
 
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ from torch_geometric import seed_everything
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform, Compose, NormalizeFeatures
 
-from .._validation import values_unread
-from ..distributed.launch import _first_line as first_line
-from .config import NodeConfig
-from .features import with_column_mask
-from .inputs import check_encoder, check_graph, check_view, output_width, takes_edge_weight
-from .methods import REGISTRY, EncoderInput, NodeMethod, ViewBatch, make_method, method_type
-from .models import GraphEncoder
-from .views import View, view_masks, view_pair
+from ..._validation import values_unread
+from ...distributed.launch import _first_line as first_line
+from ..config import NodeConfig
+from ..encoders.features import with_column_mask
+from ..inputs import check_encoder, check_graph, check_view, output_width, takes_edge_weight
+from ..methods import REGISTRY, EncoderInput, NodeMethod, ViewBatch, make_method, method_type
+from ..encoders.graph_encoder import GraphEncoder
+from ..views import View, view_masks, view_pair
 
 
 def check_method_graph(cls: type[NodeMethod], data: Data) -> None:
@@ -151,7 +151,7 @@ class Trainer:
 
     Subclasses define :meth:`epoch` (one pass over the nodes; the mean loss, a 0-dim tensor
     left on the device) and
-    :meth:`embed` (every node's embedding); :func:`~cl2gnn.node.fit.fit` drives either.
+    :meth:`embed` (every node's embedding); :func:`~cl2gnn.node.training.fit.fit` drives either.
     """
 
     def __init__(
@@ -224,7 +224,7 @@ class Trainer:
         """``view`` of the graph ``(x, edge_index)`` (and the whole graph's weights) as the
         encoder reads it. The built-in encoder reads ``prepared`` (``x`` as
         :meth:`~cl2gnn.node.GraphEncoder.prepare` made it) and the propagation graph from
-        ``graphs`` (:class:`~cl2gnn.node.propagation.ViewGraphs`): a view made of edge drops
+        ``graphs`` (:class:`~cl2gnn.node.encoders.propagation.ViewGraphs`): a view made of edge drops
         and column masks is drawn as its masks (:func:`~cl2gnn.node.views.view_masks`), the
         column mask kept apart for the first layer's weight and the kept edges zeroing the
         dropped entries of a fixed structure; any other encoder reads the view's ``Data``.
@@ -269,7 +269,7 @@ class Trainer:
     def loss(self, batch: ViewBatch) -> Tensor:
         """The method's loss on ``batch``. Its inputs were checked where they entered (the
         graph, the views' edges), so the losses' value-reading checks, each a wait for the
-        device, are skipped: a non-finite loss stops :func:`~cl2gnn.node.fit.fit` instead."""
+        device, are skipped: a non-finite loss stops :func:`~cl2gnn.node.training.fit.fit` instead."""
         with values_unread():
             return self.model(batch)
 

@@ -10,9 +10,9 @@ import torch
 from torch import Tensor
 from torch_geometric.sampler import BaseSampler
 
-from ..distributed import gather_rows, rank_and_world, shard_of
-from .features import is_sparse, prepare_features
-from .models import GraphEncoder, read_out
+from ...distributed import gather_rows, rank_and_world, shard_of
+from ..encoders.features import is_sparse, prepare_features
+from ..encoders.graph_encoder import GraphEncoder, read_out
 
 
 def full_neighborhood(sampler: BaseSampler) -> BaseSampler:
@@ -35,10 +35,10 @@ def layerwise_embeddings(
 ) -> Tensor:
     """The encoder's output on the whole graph, layer by layer, at the cost of one
     full-graph forward: each layer's linear map once for every node (by batches of
-    ``batch_size`` rows; :meth:`~cl2gnn.node.models.GraphEncoder.shared_map`), then the
+    ``batch_size`` rows; :meth:`~cl2gnn.node.encoders.graph_encoder.GraphEncoder.shared_map`), then the
     rows of ``batch_size`` target nodes at a time from their in-edges (the CSC graph
     ``sampler`` holds, e.g. the one of :func:`full_neighborhood`) weighted by the whole
-    graph's ``degree`` (from :meth:`~cl2gnn.node.models.GraphEncoder.degree`; GCN and
+    graph's ``degree`` (from :meth:`~cl2gnn.node.encoders.graph_encoder.GraphEncoder.degree`; GCN and
     GraphSAGE need it) — so every row equals the full-graph forward's, and the memory is
     that of the layer's input, its linear map and its output for all nodes. Where the map
     widens the features, the batch's propagated inputs are mapped instead (the same

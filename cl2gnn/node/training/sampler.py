@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor
 
-from .._validation import check_integer
+from ..._checks import integer
 
 
 class SeedBatches(torch.utils.data.Sampler):
@@ -44,11 +44,11 @@ class SeedBatches(torch.utils.data.Sampler):
         min_share: int = 1,
         user: str = "these batches",
     ) -> None:
-        check_integer(num_seeds, "num_seeds", 1)
-        check_integer(batch_size, "batch_size", 1)
-        check_integer(world_size, "world_size", 1)
-        check_integer(rank, "rank", 0, world_size - 1)
-        check_integer(min_share, "min_share", 1)
+        integer(1)(num_seeds, "num_seeds")
+        integer(1)(batch_size, "batch_size")
+        integer(1)(world_size, "world_size")
+        integer(0, world_size - 1)(rank, "rank")
+        integer(1)(min_share, "min_share")
         self.smallest = world_size * min_share  # the fewest seeds of a global batch
         on = f"on {world_size} process{'es' if world_size > 1 else ''}"
         if num_seeds < self.smallest:

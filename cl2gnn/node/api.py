@@ -9,11 +9,11 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .auto import SCORING_SEEDS, choose_method
+from .evaluation.auto import SCORING_SEEDS, choose_method
 from .config import NodeConfig
 from .defaults import default_config
-from .evaluate import default_protocol, num_splits
-from .fit import train_run
+from .evaluation.probes import default_protocol, num_splits
+from .training.fit import train_run
 from .names import AUTO
 from .result import TrainResult
 from .views import View
@@ -37,7 +37,7 @@ def train_node_model(
     """Train an encoder on ``data`` with ``method`` — a name of
     :data:`~cl2gnn.node.methods.REGISTRY`, any callable ``(z1, z2, h1, h2) -> loss`` of the
     projections and encoder outputs on GRACE's scheme, or ``"auto"`` (the candidate with the
-    best validation score on ``data``, :func:`~cl2gnn.node.auto.choose_method`; its
+    best validation score on ``data``, :func:`~cl2gnn.node.evaluation.auto.choose_method`; its
     ``result.choice`` says which and why) — and return the trained encoder with its
     embeddings (:class:`~cl2gnn.node.result.TrainResult`).
 

@@ -1,5 +1,5 @@
 """A node-level run's state as the checkpoint it resumes from (``checkpoint.pt``, beside
-``encoder.pt``): what continues the run exactly (:meth:`~cl2gnn.node.trainer.Trainer.state_dict`
+``encoder.pt``): what continues the run exactly (:meth:`~cl2gnn.node.training.trainer.Trainer.state_dict`
 and the losses so far) and what identifies it (method, configuration, seed, graph, encoder),
 written complete or not at all, read with ``weights_only=True`` and checked field by field
 before anything is loaded."""
@@ -16,8 +16,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .._files import atomic_path
-from .config import NodeConfig, config_from_dict
+from ..._files import atomic_path
+from ..config import NodeConfig, config_from_dict
 
 if TYPE_CHECKING:
     from .trainer import Trainer
@@ -71,7 +71,7 @@ def run_identity(trainer: Trainer) -> dict:
 def run_checkpoint(trainer: Trainer, losses: list[float], identity: dict) -> dict:
     """The state of ``trainer``'s run after ``len(losses)`` epochs (``identity``:
     :func:`run_identity`): what continues it exactly (the losses so far,
-    :meth:`~cl2gnn.node.trainer.Trainer.state_dict`) and what it must be resumed with."""
+    :meth:`~cl2gnn.node.training.trainer.Trainer.state_dict`) and what it must be resumed with."""
     return {
         "format": FORMAT,
         "version": VERSION,

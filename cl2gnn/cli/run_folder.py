@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 RESULT = "result.json"
-# an interrupted run's periodic checkpoints (cl2gnn.apps.node.checkpoint_folder): outside the
+# an interrupted run's periodic checkpoints (cl2gnn.node.evaluation.experiment.checkpoint_folder): outside the
 # staged entries, so that they outlive a killed run and --resume finds them
 CHECKPOINTS = ".cl2gnn.checkpoints"
 _SEED = re.compile(r"seed_\d+")
