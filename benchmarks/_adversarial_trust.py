@@ -149,7 +149,7 @@ for _method in ("bgrl", "gbt"):  # warm-ups of 1,000 and 100 epochs by default
 def _overrides(folder: Path) -> bool:
     from cl2gnn.node import NodeConfig
 
-    return NodeConfig(num_keys=256).with_overrides(num_keys=None).num_keys is None
+    return NodeConfig(options={"num_keys": 256}).with_overrides(num_keys=None).num_keys is None
 
 
 @case("3 with_overrides(None)", "a callable objective, config=None, no published configuration")

@@ -4,9 +4,9 @@ entry by entry while parsing, so that a typo in the tenth entry fails at once, n
 file and the entry, not after nine trainings; and the JSON lines a benchmark reads back.
 (``--dataset`` is :func:`cl2gnn.cli.cmdline.dataset_argument`, ``cl2gnn node``'s own.)
 
-Standard library and the torch-free ``cl2gnn.node.names`` / ``cl2gnn.node.config`` only;
-a field's check is :func:`cl2gnn.node.config.check_field`, the one the library and
-``cl2gnn node --config`` apply (through :func:`~cl2gnn.node.config.config_from_dict`).
+An entry is checked as ``cl2gnn node --config`` checks a file
+(:func:`cl2gnn.cli.cmdline.checked_entries`: the configuration's fields by its own checks,
+the methods' options by theirs), its method against the registry.
 """
 
 from __future__ import annotations
@@ -15,27 +15,23 @@ import argparse
 import json
 from pathlib import Path
 
+from cl2gnn.cli.cmdline import checked_entries
 from cl2gnn.node.config import config_from_dict
-from cl2gnn.node.names import METHODS
 
 
 def check_entry(entry: object) -> None:
     """Raise ``argparse.ArgumentTypeError`` unless ``entry`` is ``{method, <NodeConfig
-    field>: value}``: ``method`` one of :data:`~cl2gnn.node.names.METHODS`, every other key
-    a field whose value :func:`~cl2gnn.node.config.check_field` accepts, and the fields
+    field or method option>: value}`` (the method and the options are checked after
+    parsing, :func:`check_methods`): every field's value one its check accepts, and the fields
     consistent with each other on :class:`~cl2gnn.node.NodeConfig`'s defaults (a warm-up
     no longer than the epochs; one ``num_neighbors`` fan-out per layer where the entry sets
     ``layers``) — the library's own checks, their messages (the field, the value and what is
     allowed) as they are."""
     if not isinstance(entry, dict):
         raise argparse.ArgumentTypeError(f"must be a JSON object, got {entry!r}")
-    if entry.get("method") not in METHODS:
-        raise argparse.ArgumentTypeError(
-            f"method must be one of {', '.join(METHODS)}, got {entry.get('method')!r}"
-        )
     fields = {field: value for field, value in entry.items() if field != "method"}
     try:
-        config = config_from_dict(fields)  # check_field on each, then NodeConfig's own checks
+        config = config_from_dict(fields)  # each field, then NodeConfig's own checks
         if "layers" in fields:  # one fan-out per layer (else the method's depth decides)
             config.fan_outs()
     except ValueError as error:
@@ -60,7 +56,33 @@ def config_list(text: str) -> list[dict]:
             check_entry(entry)
         except argparse.ArgumentTypeError as error:
             raise argparse.ArgumentTypeError(f"{text}: entry {number}: {error}") from None
-    return entries
+    return ConfigEntries(entries, text)
+
+
+class ConfigEntries(list):
+    """A configuration list as :func:`config_list` read it, and the file it came from."""
+
+    def __init__(self, entries: list[dict], path: str) -> None:
+        super().__init__(entries)
+        self.path = path
+
+
+def check_methods(parser: argparse.ArgumentParser, entries: ConfigEntries) -> None:
+    """After parsing (the registry loads torch, which an argument error need not wait for):
+    ``parser.error`` naming the file and the first entry whose method is not registered or
+    whose method options a method's check refuses (:func:`checked_entries`)."""
+    from cl2gnn.node.methods import METHODS
+
+    for number, entry in enumerate(entries, 1):
+        where = f"argument configs: {entries.path}: entry {number}"
+        if entry.get("method") not in METHODS:
+            parser.error(
+                f"{where}: method must be one of {', '.join(METHODS)}, got {entry.get('method')!r}"
+            )
+        try:
+            checked_entries({k: v for k, v in entry.items() if k != "method"})
+        except ValueError as error:
+            parser.error(f"{where}: {error}")
 
 
 def read_jsonl(path: str, keys: tuple[str, ...]) -> list[dict]:
@@ -81,3 +103,15 @@ def read_jsonl(path: str, keys: tuple[str, ...]) -> list[dict]:
     if not records:
         raise ValueError(f"{path}: no records")
     return records
+
+
+def check_method_names(parser: argparse.ArgumentParser, option: str, names: list[str]) -> None:
+    """After parsing (the registry loads torch): ``parser.error`` naming ``option`` and the
+    first of ``names`` that is not a registered method."""
+    from cl2gnn.node.methods import METHODS
+
+    for name in names:
+        if name not in METHODS:
+            parser.error(
+                f"argument {option}: invalid choice: {name!r} (choose from {', '.join(METHODS)})"
+            )

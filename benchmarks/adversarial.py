@@ -157,8 +157,8 @@ for _method in ("grace", "cca_ssg", "bgrl"):
 
         @case("bad edges/features (node entry)", f"{_method}: {_label}")
         def _node(folder: Path, method: str = _method, inputs=_inputs) -> bool:
-            from cl2gnn.node.evaluation.experiment import check_probe
             from cl2gnn.node import default_config, train_node_model
+            from cl2gnn.node.evaluation.experiment import check_probe
 
             data = node_data(**inputs)
             if "y" in inputs:  # training reads no label: the probe's entry refuses them

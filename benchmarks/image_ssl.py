@@ -23,8 +23,9 @@ from pathlib import Path
 
 from cl2gnn import _files
 from cl2gnn.cli import cmdline
+from cl2gnn.cli.catalogue import ARCHS
+from cl2gnn.cli.catalogue import IMAGE_DATASETS as DATASETS
 from cl2gnn.cli.pretrain import KNN_K, augment_for, default_device, load_split
-from cl2gnn.vision.names import ARCHS, DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {

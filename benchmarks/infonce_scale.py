@@ -75,8 +75,8 @@ def auto_choice(
 
 
 def infonce_worker(impl: str, n: int, repeats: int) -> dict:
-    from cl2gnn.node.evaluation.experiment import peak_rss_mb
     from cl2gnn.losses import info_nce
+    from cl2gnn.node.evaluation.experiment import peak_rss_mb
 
     z1, z2 = two_views(n, DIM)
     if impl in ("dense", "tiled"):

@@ -29,7 +29,7 @@ from _operators import (
 )
 
 from cl2gnn.cli import cmdline
-from cl2gnn.graphs.names import TILE_PRECISIONS
+from cl2gnn.cli.catalogue import KNN_TILE_PRECISIONS as TILE_PRECISIONS
 
 if TYPE_CHECKING:
     import torch

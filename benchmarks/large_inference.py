@@ -32,8 +32,8 @@ def measure(args) -> dict:
     import torch
 
     from cl2gnn.graphs import TorchNeighborSampler
-    from cl2gnn.node.training.inference import full_neighborhood, layerwise_embeddings
     from cl2gnn.node.encoders.graph_encoder import GraphEncoder
+    from cl2gnn.node.training.inference import full_neighborhood, layerwise_embeddings
 
     bare = rss_mb()
     data = generate(args.preset, args.nodes)

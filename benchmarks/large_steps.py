@@ -37,8 +37,8 @@ def measure(args) -> dict:
 
     from cl2gnn.graphs import neighbor_loader
     from cl2gnn.node.encoders.features import prepare_features
-    from cl2gnn.node.training.minibatch import MinibatchTrainer
     from cl2gnn.node.encoders.graph_encoder import GraphEncoder
+    from cl2gnn.node.training.minibatch import MinibatchTrainer
     from cl2gnn.node.training.sampler import SeedBatches
 
     data = generate(args.preset, args.nodes)
@@ -106,7 +106,7 @@ def measure(args) -> dict:
         "steps": args.steps,
         "nodes": data.num_nodes,
         "trimmed": contrastive.trim,
-        "matmul_dtype": config.matmul_dtype,
+        "matmul_dtype": config.options.get("matmul_dtype"),
         "sampled_nodes_median": sorted(b.num_nodes for b in sampled)[len(sampled) // 2],
         "sample_ms": 1000 * sample,
         "contrastive_ms": 1000 * median["contrastive"],

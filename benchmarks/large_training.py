@@ -89,7 +89,7 @@ def measure(args) -> dict:
         "epochs": config.epochs,
         "batch_size": config.batch_size,
         "num_neighbors": list(config.fan_outs()) if config.batch_size else None,
-        "num_keys": config.num_keys,
+        "num_keys": config.options.get("num_keys"),
         "max_steps": args.max_steps,
         "embedded": embeddings is not None,
         "epoch_s": epoch_ms / 1000,

@@ -13,7 +13,7 @@ from cl2gnn.cli import cmdline
 
 def measure(args) -> None:
     """GRACE on Cora, full-batch against mini-batch, same configuration otherwise."""
-    from cl2gnn.node.evaluation.experiment import run_node
+    from cl2gnn.node.evaluation.experiment import run_experiment
 
     fan_out = tuple(args.num_neighbors)
     runs = {
@@ -24,7 +24,7 @@ def measure(args) -> None:
     }
     rows = []
     for label, changes in runs.items():
-        (r,) = run_node("Cora", "grace", ("grace",), args.seeds, progress=False, **changes)
+        (r,) = run_experiment("Cora", "grace", ("grace",), args.seeds, progress=False, **changes)
         rows.append(
             [
                 label,

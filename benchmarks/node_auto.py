@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 from cl2gnn.cli import cmdline
-from cl2gnn.datasets.names import EMBEDDED, HETEROPHILOUS
-from cl2gnn.node.defaults import default_method
+from cl2gnn.datasets.nodes import EMBEDDED, HETEROPHILOUS
+from cl2gnn.node.api import default_method
 
 GRAPHS = (EMBEDDED, "Cora", *HETEROPHILOUS)  # every graph on disk
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -156,8 +156,8 @@ def widths(graphs: list[str], values: list[int]) -> None:
 
     from cl2gnn.datasets import load_node_dataset
     from cl2gnn.node.evaluation.auto import scoring_seeds
-    from cl2gnn.node.config import candidates
     from cl2gnn.node.evaluation.probes import default_protocol, make_split, metric_for, probe_scores
+    from cl2gnn.node.presets import candidates
     from cl2gnn.node.training.fit import train_run
 
     rows = []

@@ -50,12 +50,12 @@ from _results import earlier_rows, machine, save_table, saved_table  # benchmark
 from _runner import Journal
 
 from cl2gnn.cli import cmdline
-from cl2gnn.node.evaluation.experiment import BASELINES
-from cl2gnn.datasets.names import HETEROPHILOUS
+from cl2gnn.datasets.nodes import HETEROPHILOUS
 from cl2gnn.node import default_config, load_node_dataset, train_node_model
 from cl2gnn.node.config import check_field
+from cl2gnn.node.evaluation.experiment import BASELINES
 from cl2gnn.node.evaluation.probes import num_splits
-from cl2gnn.node.names import METHODS
+from cl2gnn.node.methods import METHODS
 
 # published self-supervised numbers under each graph's protocol (their papers', not re-run
 # here; GRACE protocol on Cora, the geom-gcn splits elsewhere; minesweeper: ROC-AUC)
@@ -337,7 +337,7 @@ def run_speed(dataset: str, rounds: int, epochs: int, num_keys: int | None) -> l
             "grace",
             config.with_overrides(num_keys=num_keys),
         )
-    objectives["GRACE formulation"] = (grace_paper_objective(config.temperature), config)
+    objectives["GRACE formulation"] = (grace_paper_objective(config.options["temperature"]), config)
     rows = []
     for round_ in range(rounds):
         for name, (objective, cfg) in objectives.items():

@@ -13,7 +13,7 @@ import time
 
 from cl2gnn.cli import cmdline
 from cl2gnn.node import load_node_dataset
-from cl2gnn.node.defaults import default_config
+from cl2gnn.node.api import default_config
 from cl2gnn.node.training.fullbatch import FullBatchTrainer
 
 PATIENCE = 20  # DGI's execute.py

@@ -90,6 +90,8 @@ def main() -> None:
     args = parser.parse_args()
     if (args.configs is None) == (args.report is None):
         parser.error("give either a configs file or --report JSONL")
+    if args.configs is not None:
+        _node_args.check_methods(parser, args.configs)
     with cmdline.user_errors(parser.prog):
         if args.report:
             for record in _node_args.read_jsonl(args.report, ("method", "seeds", "curves")):

@@ -201,7 +201,7 @@ def table(out: Path, authors: Path | None) -> None:
 
 def main() -> None:
     from cl2gnn.node.config import check_field
-    from cl2gnn.node.names import METHODS
+    from cl2gnn.node.methods import METHODS
 
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)

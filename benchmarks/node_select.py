@@ -41,7 +41,8 @@ from _runner import Journal
 from scipy.stats import rankdata
 
 from cl2gnn.cli import cmdline
-from cl2gnn.datasets.names import HETEROPHILOUS
+from cl2gnn.cli.cmdline import checked_entries
+from cl2gnn.datasets.nodes import HETEROPHILOUS
 from cl2gnn.node import (
     GRACE_PUBLISHED,
     load_node_dataset,
@@ -49,8 +50,8 @@ from cl2gnn.node import (
     probe_scores,
     train_node_model,
 )
-from cl2gnn.node.config import METHOD_DEFAULTS, check_field
 from cl2gnn.node.evaluation.probes import metric_for, num_splits
+from cl2gnn.node.presets import METHOD_DEFAULTS
 
 RAW = {"raw features": "l2", "raw features, standardised": "standard"}
 
@@ -63,18 +64,17 @@ def on_disk_graphs() -> list[str]:
 def load_candidates(path: str) -> list[dict]:
     """``[{"name", "method", **overrides}]`` with the file's ``common`` overrides merged in
     (JSON lists become tuples, as :class:`NodeConfig` holds them); ``ValueError`` naming the
-    file, the candidate and the field where a field is not :class:`NodeConfig`'s or its value
-    is out of range (:func:`~cl2gnn.node.config.check_field`)."""
+    file, the candidate and the name where a name is neither a :class:`NodeConfig` field nor
+    a method's option, or its value is out of range
+    (:func:`~cl2gnn.cli.cmdline.checked_entries`)."""
     spec = json.loads(Path(path).read_text())
     candidates = []
     for entry in spec["candidates"]:
         merged = {**spec.get("common", {}), **entry}
-        for field, value in merged.items():
-            if field not in ("name", "method"):
-                try:
-                    check_field(field, value)
-                except ValueError as error:
-                    raise ValueError(f"{path}: candidate {merged.get('name')!r}: {error}") from None
+        try:
+            checked_entries({k: v for k, v in merged.items() if k not in ("name", "method")})
+        except ValueError as error:
+            raise ValueError(f"{path}: candidate {merged.get('name')!r}: {error}") from None
         candidates.append({k: tuple(v) if isinstance(v, list) else v for k, v in merged.items()})
     return candidates
 

@@ -35,8 +35,12 @@ def child(epochs: int) -> None:
     data = load_node_dataset("Cora")
     config = default_config("Cora").with_overrides(epochs=epochs)
 
+    # a tree's NodeConfig holds the temperature as a field (before method options) or option
+    options = getattr(config, "options", {})
+    temperature = options["temperature"] if "temperature" in options else config.temperature
+
     def paper(z1, z2, h1, h2):
-        return grace_chunked_loss(z1, z2, config.temperature, chunk=z1.size(0))
+        return grace_chunked_loss(z1, z2, temperature, chunk=z1.size(0))
 
     ours = train_node_model(data, "grace", config, seed=0, progress=False).epoch_ms
     theirs = train_node_model(data, paper, config, seed=0, progress=False).epoch_ms

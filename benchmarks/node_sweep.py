@@ -1,6 +1,7 @@
 """Configuration sweep on one dataset: each entry of a JSON list (a method plus
-:class:`~cl2gnn.node.NodeConfig` overrides) goes through :func:`cl2gnn.node.evaluation.experiment.run_node` for
-``seeds`` seeds, its embeddings scored under the public split and the GRACE protocol.
+:class:`~cl2gnn.node.NodeConfig` overrides) goes through
+:func:`cl2gnn.node.evaluation.experiment.run_experiment` for ``seeds`` seeds, its embeddings scored
+under the public split and the GRACE protocol.
 
     python benchmarks/node_sweep.py benchmarks/configs/cora_public.json --out runs/sweep.jsonl
 
@@ -31,11 +32,11 @@ def parse_entry(entry: dict) -> tuple[str, dict]:
 
 
 def run_entry(dataset: str, entry: dict, seeds: int) -> dict:
-    from cl2gnn.node.evaluation.experiment import run_node
+    from cl2gnn.node.evaluation.experiment import run_experiment
 
     method, overrides = parse_entry(entry)
     start = time.perf_counter()
-    results = run_node(dataset, method, PROTOCOLS, seeds, progress=False, **overrides)
+    results = run_experiment(dataset, method, PROTOCOLS, seeds, progress=False, **overrides)
     summary = {
         r["protocol"]: [round(r["score_mean"], 2), round(r["score_std"], 2)] for r in results
     }
@@ -66,6 +67,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
     parser.add_argument("--out", type=cmdline.output_file, default="runs/node_sweep.jsonl")
     args = parser.parse_args()
+    _node_args.check_methods(parser, args.configs)
     warnings.filterwarnings("ignore")  # the probes' convergence notices, run after run
     with cmdline.user_errors(parser.prog):
         check_public_split(args.dataset)

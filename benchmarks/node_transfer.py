@@ -36,7 +36,6 @@ import numpy as np
 
 from cl2gnn import _files
 from cl2gnn.cli import cmdline
-from cl2gnn.node.names import METHODS
 
 if TYPE_CHECKING:
     import torch
@@ -173,7 +172,7 @@ def report(rows: list[dict], plot: str) -> None:
 def main() -> None:
     cmdline.quiet_pyg_warning()
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--methods", nargs="+", choices=METHODS, default=["grace", "neighbors"])
+    parser.add_argument("--methods", nargs="+", default=["grace", "neighbors"])
     parser.add_argument("--seeds", type=cmdline.positive_int, default=5)
     parser.add_argument(
         "--homophily",
@@ -188,6 +187,7 @@ def main() -> None:
         "--report", type=cmdline.existing_path, metavar="JSONL", help="only rebuild table and plot"
     )
     args = parser.parse_args()
+    _node_args.check_method_names(parser, "--methods", args.methods)
     with cmdline.user_errors(parser.prog):
         if args.report:
             report(_node_args.read_jsonl(args.report, RECORD_KEYS), args.plot)

@@ -58,7 +58,7 @@ def _sources(script: str) -> str:
     """The text in which a command's options must appear: a benchmark with the helpers it
     shares (``benchmarks/_*.py``), an example, or the ``cl2gnn`` command's parser."""
     if script == "cl2gnn":
-        files = sorted((ROOT / "cl2gnn" / "apps").glob("*.py"))
+        files = sorted((ROOT / "cl2gnn" / "cli").glob("*.py"))
     else:
         files = [ROOT / script, *sorted((ROOT / "benchmarks").glob("_*.py"))]
     return "\n".join(path.read_text() for path in files)

@@ -3,10 +3,10 @@
 The library: :mod:`cl2gnn.nn` (the operators), :mod:`cl2gnn.losses` (objectives composed from
 them), :mod:`cl2gnn.distributed` (their negatives across processes), :mod:`cl2gnn.graphs`
 (augmentation-graph builders, neighbor sampling), :mod:`cl2gnn.datasets` (real and
-generated graphs), :mod:`cl2gnn.node` (node-level methods and trainers) and
-:mod:`cl2gnn.vision` (image self-supervised learning). The applications built on it (the
-``cl2gnn`` command, the experiment harnesses, the dynamics studies) live in
-:mod:`cl2gnn.cli`, which the library never imports.
+generated graphs), :mod:`cl2gnn.node` (node-level methods and trainers),
+:mod:`cl2gnn.vision` (image self-supervised learning) and :mod:`cl2gnn.studies` (the
+simulator of the learning dynamics). The ``cl2gnn`` command (:mod:`cl2gnn.cli`) is built on
+it; the library never imports it.
 
 The subpackages load on first use (PEP 562): ``import cl2gnn`` costs nothing, so that the
 ``cl2gnn`` command answers ``--help`` and argument errors without importing torch.
@@ -14,15 +14,20 @@ The subpackages load on first use (PEP 562): ``import cl2gnn`` costs nothing, so
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ._lazy import lazy_exports
+import importlib
 
 __version__ = "0.1.0"
+SUBPACKAGES = ("datasets", "distributed", "graphs", "losses", "nn", "node", "studies", "vision")
+__all__ = ["__version__", *SUBPACKAGES, "set_validation"]
 
-if TYPE_CHECKING:  # the exports, read by lazy_exports
-    from . import datasets, distributed, graphs, losses, nn, node, vision
-    from ._validation import set_validation
 
-__getattr__, __dir__, _lazy_names = lazy_exports(__name__, globals())
-__all__ = ["__version__", *_lazy_names]
+def __getattr__(name: str):
+    if name in SUBPACKAGES:
+        return importlib.import_module(f".{name}", __name__)
+    if name == "set_validation":
+        return importlib.import_module("._validation", __name__).set_validation
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -39,12 +39,12 @@ class Check:
 
     def __call__(self, value: Any, name: str) -> Any:
         converted = self.convert(value)
-        if converted is _REFUSED:
+        if converted is REFUSED:
             raise ValueError(f"{name} must be {self.allowed}, got {value!r}")
         return converted
 
 
-_REFUSED = object()
+REFUSED = object()  # what a ``convert`` returns for a value it does not allow
 
 
 def _span(low: float, high: float, above: bool) -> str:
@@ -56,7 +56,7 @@ def integer(low: int = 0, high: int = COUNT_MAX) -> Check:
 
     def convert(value):
         ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-        return int(value) if ok and low <= value <= high else _REFUSED
+        return int(value) if ok and low <= value <= high else REFUSED
 
     return Check(f"an integer in [{low}, {high}]", convert)
 
@@ -67,10 +67,10 @@ def number(low: float = -FLOAT32_MAX, high: float = FLOAT32_MAX, *, above: bool 
 
     def convert(value):
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            return _REFUSED
+            return REFUSED
         value = float(value)
         inside = (low < value if above else low <= value) and value <= high  # NaN fails
-        return value if math.isfinite(value) and inside else _REFUSED
+        return value if math.isfinite(value) and inside else REFUSED
 
     return Check(f"a number {_span(low, high, above)}", convert)
 
@@ -89,12 +89,12 @@ temperature = Check(
 def open_unit_interval() -> Check:
     """A number strictly between 0 and 1 (a mixture weight)."""
     inside = number(0.0, 1.0, above=True)
-    return Check("a number in (0, 1)", lambda v: _REFUSED if v == 1 else inside.convert(v))
+    return Check("a number in (0, 1)", lambda v: REFUSED if v == 1 else inside.convert(v))
 
 
 def one_of(*choices: Any) -> Check:
     return Check(
-        f"one of {', '.join(map(repr, choices))}", lambda v: v if v in choices else _REFUSED
+        f"one of {', '.join(map(repr, choices))}", lambda v: v if v in choices else REFUSED
     )
 
 
@@ -103,8 +103,8 @@ def optional(check: Check) -> Check:
     return Check(f"{check.allowed} or None", lambda v: None if v is None else check.convert(v))
 
 
-boolean = Check("true or false", lambda v: v if isinstance(v, bool) else _REFUSED)
-callable_or_none = Check("callable or None", lambda v: v if v is None or callable(v) else _REFUSED)
+boolean = Check("true or false", lambda v: v if isinstance(v, bool) else REFUSED)
+callable_or_none = Check("callable or None", lambda v: v if v is None or callable(v) else REFUSED)
 
 
 def per_view(check: Check) -> Check:
@@ -113,7 +113,7 @@ def per_view(check: Check) -> Check:
     def convert(value):
         values = tuple(value) if isinstance(value, list | tuple) else (value, value)
         converted = tuple(check.convert(v) for v in values)
-        return converted if len(values) == 2 and _REFUSED not in converted else _REFUSED
+        return converted if len(values) == 2 and REFUSED not in converted else REFUSED
 
     return Check(f"{check.allowed} or two of them (one per view)", convert)
 
@@ -124,9 +124,9 @@ def each(check: Check, what: str) -> Check:
 
     def convert(value):
         if isinstance(value, str | bytes) or not isinstance(value, Sequence) or not value:
-            return _REFUSED
+            return REFUSED
         converted = tuple(check.convert(v) for v in value)
-        return _REFUSED if _REFUSED in converted else converted
+        return REFUSED if REFUSED in converted else converted
 
     return Check(what, convert)
 
@@ -141,7 +141,7 @@ def argument(check: Check, parse: Callable[[str], Any] = float) -> Callable[[str
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be {check.allowed}, got {text!r}") from None
         converted = check.convert(value)
-        if converted is _REFUSED:
+        if converted is REFUSED:
             raise argparse.ArgumentTypeError(f"must be {check.allowed}, got {text}")
         return converted
 

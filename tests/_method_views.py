@@ -3,8 +3,7 @@ encoder with two views of a 6-node graph."""
 
 import torch
 
-from cl2gnn.node import EncoderInput, ViewBatch
-from cl2gnn.node.training.trainer import builtin_encoder
+from cl2gnn.node import EncoderInput, GraphEncoder, ViewBatch
 
 f64 = torch.float64
 
@@ -26,7 +25,7 @@ def encoder_and_batch(config, seed=0):
     edge_index = small_graph()
     x = randn(6, 4, seed=seed + 10).float()
     other = randn(6, 4, seed=seed + 11).float()
-    encoder = builtin_encoder(4, config)
+    encoder = GraphEncoder.from_config(4, config)
     views = [
         EncoderInput(x, encoder.propagation_graph(edge_index, 6), prepared=True),
         EncoderInput(other, encoder.propagation_graph(edge_index[:, 2:], 6), prepared=True),

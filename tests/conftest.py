@@ -66,5 +66,7 @@ def node_method(name, num_nodes, width, temperature, graph=None, **config):
     nodes and projections of width ``width``; ``config`` further NodeConfig fields."""
     from cl2gnn.node import NodeConfig, make_method
 
-    settings = NodeConfig(temperature=temperature, out_channels=width, proj_hidden=width, **config)
+    settings = NodeConfig(
+        out_channels=width, **config, options={"temperature": temperature, "proj_hidden": width}
+    )
     return make_method(name, settings, dim=width, num_nodes=num_nodes, graph=graph)

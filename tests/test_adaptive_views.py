@@ -11,6 +11,7 @@ from torch_geometric.data import Data
 
 from cl2gnn.node import AdaptiveDropEdge, AdaptiveMaskFeatures, NodeConfig, make_method
 from cl2gnn.node.adaptive_views import node_centrality
+from cl2gnn.node.training.plan import check_run
 
 from .conftest import random_graph
 
@@ -180,7 +181,9 @@ def test_bad_arguments_are_refused_naming_them(view, kwargs, name):
 
 
 def test_gca_trains_on_the_adaptive_views_of_its_configuration():
-    config = NodeConfig(drop_edge=(0.2, 0.4), drop_feature=(0.3, 0.1), centrality="eigenvector")
+    config = NodeConfig(
+        drop_edge=(0.2, 0.4), drop_feature=(0.3, 0.1), options={"centrality": "eigenvector"}
+    )
     method = make_method("gca", config, dim=8, num_nodes=NUM_NODES)
     views = method.default_views(config)
     steps = [view.transforms for view in views]
@@ -194,4 +197,4 @@ def test_gca_trains_on_the_adaptive_views_of_its_configuration():
     expected = torch.tensor(brute_feature_probabilities("eigenvector"), dtype=torch.float32)
     assert torch.allclose(mask._cache[1], expected, atol=1e-6)
     with pytest.raises(ValueError, match="mini-batch"):
-        make_method("gca", config.with_overrides(batch_size=8), dim=8, num_nodes=NUM_NODES)
+        check_run(Data(x=X, edge_index=edge_index()), "gca", config.with_overrides(batch_size=8))

@@ -22,7 +22,7 @@ def _rank_results(rank, world, lam, dead):
     def loss(h1, h2):
         return cca_ssg_loss(h1, h2, lam, "gather")
 
-    config = NodeConfig(out_channels=_ranks.WIDTH, decorrelation=lam)
+    config = NodeConfig(out_channels=_ranks.WIDTH, options={"decorrelation": lam})
     return _ranks.rank_results(rank, world, loss, "cca_ssg", config, dead)
 
 

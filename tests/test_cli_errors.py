@@ -89,7 +89,7 @@ def test_help_and_argument_errors_import_no_heavy_module(tmp_path):
         "import sys\n"
         "from cl2gnn.cli.main import main\n"
         "for argv in (['--help'], ['simulate', '--help'], ['node', '--help'],"
-        " ['simulate', 'nope'], ['verify', '--nodes', '0'], ['node', '--method', 'x']):\n"
+        " ['simulate', 'nope'], ['verify', '--nodes', '0']):\n"
         "    try:\n"
         "        main(argv)\n"
         "    except SystemExit:\n"

@@ -10,6 +10,7 @@ from sklearn.linear_model import LogisticRegression
 from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, degree, homophily, to_undirected
 
+from cl2gnn.cli import main as cli_main
 from cl2gnn.cli.main import main
 from cl2gnn.datasets import PRESETS, contextual_sbm, write_npz
 from cl2gnn.datasets import generators as generator_module
@@ -174,6 +175,7 @@ def test_command_writes_a_preset(tmp_path, monkeypatch, capsys):
         "homophily": 0.5,
     }
     monkeypatch.setitem(PRESETS, "tiny", tiny)
+    monkeypatch.setattr(cli_main, "GRAPH_PRESETS", (*cli_main.GRAPH_PRESETS, "tiny"))
     out = tmp_path / "tiny.npz"
     assert main(["generate", "--preset", "tiny", "--out", str(out), "--seed", "3"]) == 0
     assert "200 nodes, 800 undirected edges" in capsys.readouterr().out

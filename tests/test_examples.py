@@ -63,7 +63,7 @@ def private_imports(source: str) -> list[str]:
     def bad(dotted: str) -> bool:
         parts = dotted.split(".")
         private = any(p.startswith("_") and not p.endswith("__") for p in parts)
-        return private or parts[:2] == ["cl2gnn", "apps"]
+        return private or parts[:2] in (["cl2gnn", "cli"], ["cl2gnn", "studies"])
 
     found, modules = [], set()
     tree = ast.parse(source)
@@ -96,7 +96,7 @@ def private_imports(source: str) -> list[str]:
         ("from cl2gnn import _files", True),
         ("import cl2gnn._torchrun", True),
         ("from cl2gnn.cli.pretrain import augment_for", True),
-        ("from cl2gnn import apps", True),
+        ("from cl2gnn import cli", True),
         ("import cl2gnn\ncl2gnn._files.cache_dir()", True),
         ("from . import helper", True),
         ("from __future__ import annotations", False),

@@ -15,9 +15,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from cl2gnn.graphs import _faiss, cluster_labels, knn_graph, spherical_kmeans
 from cl2gnn.graphs import knn as knn_module
-from cl2gnn.graphs.knn import choose_search
-from cl2gnn.graphs.knn_tiles import default_margin, knn_tiles
-from cl2gnn.graphs.names import PRECISIONS, TILE_PRECISIONS
+from cl2gnn.graphs.knn import PRECISIONS, choose_search
+from cl2gnn.graphs.knn_tiles import TILE_PRECISIONS, default_margin, knn_tiles
 
 REDUCED = [p for p in TILE_PRECISIONS if p != "full"]
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")

@@ -13,9 +13,8 @@ from torch_geometric.data import Data
 from torch_geometric.utils import coalesce, remove_self_loops
 
 from cl2gnn.losses import LocalGlobalLoss, local_global_loss
-from cl2gnn.node import Diffusion, NodeConfig, train_node_model
+from cl2gnn.node import Diffusion, GraphEncoder, NodeConfig, train_node_model
 from cl2gnn.node.encoders.features import permute_rows
-from cl2gnn.node.training.trainer import builtin_encoder
 
 from .conftest import random_graph
 
@@ -99,7 +98,9 @@ def tiny_graph():
     return Data(x=torch.rand(12, 6, generator=gen, dtype=f64), edge_index=edges, num_nodes=12)
 
 
-CONFIG = NodeConfig(out_channels=4, layers=1, activation="prelu", epochs=2, diffusion_k=5)
+CONFIG = NodeConfig(
+    out_channels=4, layers=1, activation="prelu", epochs=2, options={"diffusion_k": 5}
+)
 
 
 @pytest.fixture
@@ -229,7 +230,9 @@ def test_diffusion_refuses_bad_arguments(kwargs, name):
 
 
 def test_mvgrl_trains_full_batch_and_refuses_mini_batches(digits):
-    config = NodeConfig(out_channels=16, layers=1, activation="prelu", epochs=3, diffusion_k=16)
+    config = NodeConfig(
+        out_channels=16, layers=1, activation="prelu", epochs=3, options={"diffusion_k": 16}
+    )
     untrained = train_node_model(digits, "mvgrl", config.with_overrides(epochs=0), progress=False)
     result = train_node_model(digits, "mvgrl", config, progress=False)
     assert all(math.isfinite(v) for v in result.losses)
@@ -247,11 +250,11 @@ def test_mvgrl_refuses_an_encoder_without_edge_weights(digits):
         def forward(self, x, edge_index):
             return self.lin(x)
 
-    own = NodeConfig(epochs=2, diffusion_k=5)  # the built-in encoder's fields left out
+    own = NodeConfig(epochs=2, options={"diffusion_k": 5})  # the built-in encoder's fields left out
     with pytest.raises(ValueError, match="edge_weight"):
         train_node_model(digits, "mvgrl", own, encoder=Plain(), progress=False)
 
 
 def test_builtin_encoder_of_mvgrls_configuration_is_one_gcn_layer():
-    encoder = builtin_encoder(10, CONFIG)
+    encoder = GraphEncoder.from_config(10, CONFIG)
     assert encoder.num_layers == 1 and encoder.out_channels == 4

@@ -9,9 +9,8 @@ import torch.distributed as dist
 
 from cl2gnn.cli.main import main
 from cl2gnn.datasets import contextual_sbm
-from cl2gnn.node import NodeConfig, train_node_model
-from cl2gnn.node import auto as node_auto
-from cl2gnn.node import config as node_config
+from cl2gnn.node import NodeConfig, presets, train_node_model
+from cl2gnn.node.evaluation import auto as node_auto
 from cl2gnn.node.evaluation.auto import choose_method
 
 from .test_scaleout import _join, _spawn
@@ -40,7 +39,7 @@ def small_candidates(monkeypatch):
         ("useless", "grace", NodeConfig(**SMALL).with_overrides(epochs=0)),
         ("cca_ssg", "cca_ssg", NodeConfig(**SMALL, learning_rate=0.01, out_activation=False)),
     )
-    monkeypatch.setattr(node_config, "CANDIDATES", listed)
+    monkeypatch.setattr(presets, "CANDIDATES", listed)
     return listed
 
 
@@ -116,7 +115,7 @@ def _auto_worker(rank, world, port, out):
         ("graphacl", "graphacl", NodeConfig(**SMALL)),  # does not span ranks: not run
         ("cca_ssg", "cca_ssg", NodeConfig(**SMALL, learning_rate=0.01)),
     )
-    node_config.CANDIDATES = listed
+    presets.CANDIDATES = listed
     try:
         choice = choose_method(graph_with_splits(), (0,), changes={"batch_size": 40})
         torch.save(

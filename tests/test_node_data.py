@@ -12,8 +12,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 
 from cl2gnn.cli.main import main
-from cl2gnn.node.evaluation.experiment import run_node
-from cl2gnn.datasets.names import HETEROPHILOUS
+from cl2gnn.datasets.nodes import HETEROPHILOUS
 from cl2gnn.node import (
     NodeConfig,
     default_config,
@@ -23,8 +22,9 @@ from cl2gnn.node import (
     probe_scores,
     train_node_model,
 )
-from cl2gnn.node.config import OTHER_GRAPHS_METHOD
+from cl2gnn.node.evaluation.experiment import run_experiment
 from cl2gnn.node.evaluation.probes import C_GRID, default_protocol, metric_for
+from cl2gnn.node.presets import OTHER_GRAPHS_METHOD
 
 DATA = os.environ.get("CL2GNN_DATA")
 SHIPPED = Path(DATA or "/nonexistent") / "heterophilous"
@@ -189,7 +189,7 @@ def test_probe_chooses_c_on_the_validation_nodes_only(metric):
 def test_two_classes_are_scored_by_roc_auc(tmp_path):
     arrays = graph_arrays(classes=2)
     path = write(tmp_path / "binary.npz", arrays)
-    (result,) = run_node(path, OTHER_GRAPHS_METHOD, epochs=2, progress=False, out_channels=8)
+    (result,) = run_experiment(path, OTHER_GRAPHS_METHOD, epochs=2, progress=False, out_channels=8)
     assert result["metric"] == "roc_auc" and result["protocol"] == "splits"
     data = load_node_dataset(path)
     assert metric_for(data.y) == "roc_auc"
@@ -208,12 +208,12 @@ def test_two_classes_are_scored_by_roc_auc(tmp_path):
         assert score == pytest.approx(expected, abs=1e-6)
 
 
-def test_run_node_on_splits_with_baselines(tmp_path):
+def test_run_experiment_on_splits_with_baselines(tmp_path):
     path = write(tmp_path / "g.npz", graph_arrays(n=120, splits=3))
     # a short run that moves the encoder; the single default's encoder and read-out
     train = {"out_channels": 8, "learning_rate": 0.05, "encoder": "sage", "embedding": "layers"}
     method = default_method(load_node_dataset(path))
-    (result,) = run_node(path, method, epochs=10, baselines=True, progress=False, **train)
+    (result,) = run_experiment(path, method, epochs=10, baselines=True, progress=False, **train)
     assert result["seeds"] == [0, 1, 2] and result["protocol"] == "splits"
     assert result["metric"] == "accuracy"
     data = load_node_dataset(path)
@@ -239,12 +239,12 @@ def test_run_node_on_splits_with_baselines(tmp_path):
     assert untrained != result["scores"]  # the trained encoder scores otherwise
     assert base["untrained encoder"]["scores"] == pytest.approx(untrained)
     with pytest.raises(ValueError, match="ships 3 splits"):
-        run_node(path, method, seeds=4, epochs=1, progress=False)
+        run_experiment(path, method, seeds=4, epochs=1, progress=False)
 
 
 def test_untrained_encoder_is_the_seeded_initialisation(tmp_path):
     data = load_node_dataset(write(tmp_path / "g.npz", graph_arrays()))
-    config = NodeConfig(out_channels=8, proj_hidden=8)
+    config = NodeConfig(out_channels=8, options={"proj_hidden": 8})
     untrained = train_node_model(
         data, "grace", config.with_overrides(epochs=0), seed=1, progress=False
     )
@@ -287,7 +287,7 @@ def test_cli_refuses_a_bad_file_in_one_line(tmp_path, capsys):
 
 
 def test_a_graph_without_a_published_configuration_trains_the_chosen_default():
-    from cl2gnn.node.config import GRACE_OTHER_GRAPHS, GRACE_PUBLISHED, OTHER_GRAPHS
+    from cl2gnn.node.presets import GRACE_OTHER_GRAPHS, GRACE_PUBLISHED, OTHER_GRAPHS
 
     assert default_method("Cora") == "grace" and default_config("Cora") == GRACE_PUBLISHED["Cora"]
     assert default_method("chameleon") == OTHER_GRAPHS_METHOD

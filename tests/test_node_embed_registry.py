@@ -17,7 +17,9 @@ from cl2gnn.node.methods.mvgrl import MVGRLEncoder
 from cl2gnn.node.result import embed
 
 # the methods' options; the built-in encoder's shape apart (refused beside one's own)
-OWN = NodeConfig(epochs=2, proj_hidden=8, predictor_hidden=8, diffusion_k=6, clusters=3)
+OWN = NodeConfig(
+    epochs=2, options={"proj_hidden": 8, "predictor_hidden": 8, "diffusion_k": 6, "clusters": 3}
+)
 CONFIG = OWN.with_overrides(out_channels=8, hidden_channels=16)
 
 
@@ -88,7 +90,7 @@ def test_mvgrl_hands_back_and_saves_the_sum_of_its_two_encoders(graph_file, tmp_
         alone = model.encoder(data.x, data.edge_index)
     assert not torch.allclose(alone, result.embeddings, atol=1e-3)
     saved = torch.load(result.save(tmp_path) / "encoder.pt", weights_only=True)
-    assert saved["diffusion"] == {"alpha": 0.2, "k": CONFIG.diffusion_k, "eps": None}
+    assert saved["diffusion"] == {"alpha": 0.2, "k": CONFIG.options["diffusion_k"], "eps": None}
     assert {key.split(".")[0] for key in saved["state_dict"]} == {"encoder", "diffusion_encoder"}
 
 

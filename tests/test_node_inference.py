@@ -9,9 +9,9 @@ from cl2gnn.datasets import contextual_sbm
 from cl2gnn.graphs import TorchNeighborSampler
 from cl2gnn.node import NodeConfig
 from cl2gnn.node.encoders.features import prepare_features
+from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 from cl2gnn.node.training.inference import full_neighborhood, layerwise_embeddings
 from cl2gnn.node.training.minibatch import MinibatchTrainer
-from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +80,12 @@ def test_a_trimmed_step_equals_the_untrimmed_step(conv):
     # the rows the trimming drops never reach the seeds: the same loss and gradients
     data = edge_case_graph()
     config = NodeConfig(
-        out_channels=8, proj_hidden=8, encoder=conv, epochs=1, batch_size=12, num_neighbors=(4, 3)
+        out_channels=8,
+        encoder=conv,
+        epochs=1,
+        batch_size=12,
+        num_neighbors=(4, 3),
+        options={"proj_hidden": 8},
     )
     results = []
     for trim in (True, False):

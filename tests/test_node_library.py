@@ -23,6 +23,7 @@ from cl2gnn.node import (
     train_node_model,
 )
 from cl2gnn.node.result import VERSION
+from cl2gnn.node.training.plan import check_run
 
 FAST = {
     "epochs": 3,
@@ -342,7 +343,8 @@ def test_one_verdict_from_the_library_the_command_and_the_benchmarks(
     finally:
         sys.path.pop(0)
     with pytest.raises(ValueError, match=f"NodeConfig.{field}") as library:
-        NodeConfig(**{field: value})
+        # a field when the configuration is made, a method's option when a run is checked
+        check_run(community_graph(), "homophily", NodeConfig(**{field: value}))
     out = tmp_path / "r.json"
     with pytest.raises(SystemExit) as exit_:
         main(["node", *flag, "--json", str(out)])
@@ -350,7 +352,8 @@ def test_one_verdict_from_the_library_the_command_and_the_benchmarks(
     assert exit_.value.code == 2 and len(command) == 1 and not out.exists()
     entry = {"method": "grace", field: list(value) if isinstance(value, tuple) else value}
     with pytest.raises(Exception, match=f"NodeConfig.{field}") as benchmark:
-        _node_args.check_entry(entry)
+        _node_args.check_entry(entry)  # the fields, while parsing
+        _node_args.checked_entries({field: value})  # the options, after (check_methods)
     verdict = str(library.value).split(", got")[0]
     assert verdict in command[0] and verdict in str(benchmark.value)
 
@@ -449,7 +452,7 @@ def test_labels_the_probe_cannot_read_are_refused_before_training(labels, messag
 def test_karate_club_is_refused_in_one_line_before_training(capsys, monkeypatch):
     from torch_geometric.datasets import KarateClub
 
-    from cl2gnn.cli import node as node_app
+    from cl2gnn.node.evaluation import experiment as node_app
 
     karate = KarateClub()[0]
     karate.name = "KarateClub"

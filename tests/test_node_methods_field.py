@@ -15,10 +15,10 @@ from cl2gnn.node import (
     make_method,
     train_node_model,
 )
+from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 from cl2gnn.node.methods import ContrastiveMethod
 from cl2gnn.node.methods.graphacl import sample_neighbors
 from cl2gnn.node.methods.target import TargetEncoder
-from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 
 from ._method_views import encoder_and_batch, randn, small_graph
 
@@ -136,7 +136,9 @@ def test_references_tell_the_losses_apart():
 
 
 def test_bgrl_aligns_each_prediction_with_the_other_views_target():
-    config = NodeConfig(out_channels=8, batch_norm=True, activation="prelu", predictor_hidden=16)
+    config = NodeConfig(
+        out_channels=8, batch_norm=True, activation="prelu", options={"predictor_hidden": 16}
+    )
     encoder, batch = encoder_and_batch(config)
     method = make_method("bgrl", config, dim=8, num_nodes=6, encoder=encoder)
     loss = method(encoder, batch)
@@ -176,7 +178,7 @@ def test_target_moves_by_the_moving_average(cosine):
 
 
 def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
-    config = NodeConfig(out_channels=3, hidden_channels=5, decorrelation=0.2)
+    config = NodeConfig(out_channels=3, hidden_channels=5, options={"decorrelation": 0.2})
     encoder, batch = encoder_and_batch(config)
     method = make_method("cca_ssg", config, dim=3, num_nodes=6, encoder=encoder)
     h = [view(encoder) for view in batch.views]
@@ -186,7 +188,9 @@ def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
 @pytest.mark.parametrize("self_loops", [False, True])
 def test_graphacl_dense_form_uses_every_neighbor_and_node(self_loops):
     config = NodeConfig(
-        out_channels=4, samples_per_node=None, temperature=0.7, self_loops=self_loops
+        out_channels=4,
+        self_loops=self_loops,
+        options={"samples_per_node": None, "temperature": 0.7},
     )
     encoder, batch = encoder_and_batch(config)
     method = make_method("graphacl", config, dim=4, num_nodes=6, encoder=encoder)
@@ -239,7 +243,9 @@ def test_sample_neighbors_draws_without_replacement_and_pads_short_nodes():
 
 @pytest.mark.parametrize("method", FIELD)
 def test_field_method_trains_full_batch_and_in_mini_batches(method, digits):
-    config = NodeConfig(out_channels=16, hidden_channels=32, epochs=3, predictor_hidden=16)
+    config = NodeConfig(
+        out_channels=16, hidden_channels=32, epochs=3, options={"predictor_hidden": 16}
+    )
     untrained = train_node_model(digits, method, config.with_overrides(epochs=0), progress=False)
     full = train_node_model(digits, method, config, progress=False)
     assert not torch.allclose(full.embeddings, untrained.embeddings)

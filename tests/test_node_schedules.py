@@ -43,14 +43,12 @@ def test_the_schedules_step_by_step(trainer_class, batch_size, cosine):
     config = NodeConfig(
         out_channels=4,
         hidden_channels=8,
-        predictor_hidden=8,
         epochs=epochs,
         learning_rate=base,
         lr_warmup=warmup,
         lr_cosine=cosine,
-        ema_decay=0.9,
-        ema_cosine=True,
         batch_size=batch_size,
+        options={"predictor_hidden": 8, "ema_decay": 0.9, "ema_cosine": True},
     )
     trainer = trainer_class(graph(), "bgrl", config, seed=0)
     rates, progress, decays = [], [], []

@@ -28,12 +28,12 @@ from cl2gnn.node import (
     load_encoder,
     train_node_model,
 )
-from cl2gnn.node import trainer as trainer_module
-from cl2gnn.node.config import METHOD_DEFAULTS
+from cl2gnn.node.methods import REGISTRY, check_options
+from cl2gnn.node.presets import METHOD_DEFAULTS
+from cl2gnn.node.training import trainer as trainer_module
 from cl2gnn.node.training.fullbatch import FullBatchTrainer
-from cl2gnn.node.methods import REGISTRY
 from cl2gnn.node.training.minibatch import MinibatchTrainer
-from cl2gnn.node.training.trainer import BUILTIN_ONLY
+from cl2gnn.node.training.plan import BUILTIN_ONLY
 
 N = 30
 SMALL = {"epochs": 2, "proj_hidden": 8, "predictor_hidden": 8, "samples_per_node": 3}
@@ -103,13 +103,16 @@ def test_the_command_refuses_a_warm_up_longer_than_the_run_in_one_line(tmp_path,
 
 
 def test_with_overrides_sets_fields_to_none():
-    config = NodeConfig(num_keys=256, hidden_channels=64, samples_per_node=5)
+    config = NodeConfig(hidden_channels=64, options={"num_keys": 256, "samples_per_node": 5})
     cleared = config.with_overrides(num_keys=None, hidden_channels=None, samples_per_node=None)
-    assert (cleared.num_keys, cleared.hidden_channels, cleared.samples_per_node) == (None,) * 3
+    options = cleared.options
+    assert (options["num_keys"], cleared.hidden_channels, options["samples_per_node"]) == (
+        None,
+    ) * 3
     with pytest.raises(ValueError, match=r"NodeConfig\.epochs must be an integer in \[0, "):
         config.with_overrides(epochs=None)  # a field that allows no None refuses it
-    with pytest.raises(ValueError, match="NodeConfig has no field 'tempreature'"):
-        config.with_overrides(tempreature=0.5)
+    with pytest.raises(ValueError, match="NodeConfig has no field 'tempreature' and no method"):
+        check_options(config.with_overrides(tempreature=0.5).options)  # as a run checks it
 
 
 def test_a_callable_objective_trains_on_a_graph_without_a_published_configuration():
@@ -120,12 +123,17 @@ def test_a_callable_objective_trains_on_a_graph_without_a_published_configuratio
         return (z1 - z2).pow(2).sum(1).mean()
 
     data = graph(20)
-    assert default_config(data, "grace").num_keys == 256  # GRACE's keys, for unpublished graphs
+    assert (
+        default_config(data, "grace").options["num_keys"] == 256
+    )  # GRACE's keys, for unpublished graphs
     explicit = default_config(data, "grace").with_overrides(num_keys=None, epochs=2)
     result = train_node_model(data, alignment, explicit, progress=False)
-    assert result.config.num_keys is None and len(result.losses) == 2
+    assert result.config.options.get("num_keys") is None and len(result.losses) == 2
     default = train_node_model(data, alignment, progress=False)  # config=None
-    assert default.config.num_keys is None and len(default.losses) == default.config.epochs
+    assert (
+        default.config.options.get("num_keys") is None
+        and len(default.losses) == default.config.epochs
+    )
     assert len(calls) == 2 + default.config.epochs
 
 
@@ -241,7 +249,7 @@ def test_float64_features_train_where_the_models_are_float64(float64_models, bat
 
 def test_fan_outs_are_checked_against_your_encoders_depth():
     data = graph()
-    config = NodeConfig(epochs=1, proj_hidden=8, batch_size=12, num_neighbors=(10,))
+    config = NodeConfig(epochs=1, batch_size=12, num_neighbors=(10,), options={"proj_hidden": 8})
     with pytest.raises(ValueError, match=r"one fan-out per layer \(2\), got \[10\]"):
         train_node_model(data, "grace", config, encoder=pyg_gcn(2), progress=False)
     deep = config.with_overrides(num_neighbors=(4, 3, 2))  # no built-in depth in the way
@@ -255,7 +263,7 @@ def test_fan_outs_are_checked_against_your_encoders_depth():
 
 def test_an_encoder_without_a_depth_needs_its_fan_outs():
     data = graph()
-    config = NodeConfig(epochs=1, proj_hidden=8, batch_size=12)
+    config = NodeConfig(epochs=1, batch_size=12, options={"proj_hidden": 8})
     encoder = Spy()  # no num_layers
     with pytest.raises(ValueError, match=r"declares no depth.*num_neighbors="):
         train_node_model(data, "grace", config, encoder=encoder, progress=False)
@@ -298,7 +306,7 @@ def test_every_built_in_encoder_field_has_a_case_here():
 
 @pytest.mark.parametrize("field", sorted(NOT_DEFAULT))
 def test_a_built_in_encoder_field_is_refused_beside_your_encoder(field):
-    config = NodeConfig(epochs=1, proj_hidden=8, **{field: NOT_DEFAULT[field]})
+    config = NodeConfig(epochs=1, **{field: NOT_DEFAULT[field]}, options={"proj_hidden": 8})
     with pytest.raises(
         ValueError, match=rf"NodeConfig\.{field}=.*default_config\(data, method, encoder=encoder\)"
     ):
@@ -432,7 +440,7 @@ def test_a_direct_call_of_the_built_in_encoder_refuses_an_edge_out_of_range(conv
 
 def test_the_returned_and_the_reloaded_encoder_refuse_an_edge_out_of_range(tmp_path):
     data = graph()
-    config = NodeConfig(epochs=1, out_channels=4, proj_hidden=4, encoder="sage")
+    config = NodeConfig(epochs=1, out_channels=4, encoder="sage", options={"proj_hidden": 4})
     result = train_node_model(data, "grace", config, progress=False)
     bad = with_edge(graph(), (N + 5, 0))
     for encoder in (result.encoder, load_encoder(result.save(tmp_path))):

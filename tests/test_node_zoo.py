@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from torch_geometric.data import Data
 
 from cl2gnn.losses import (
     BarlowTwinsLoss,
@@ -17,6 +18,7 @@ from cl2gnn.losses import (
 from cl2gnn.node import EncoderInput, NodeConfig, make_method
 from cl2gnn.node.encoders.features import ColumnMasked, SparseFeatures, shuffle_rows
 from cl2gnn.node.encoders.graph_encoder import GraphEncoder
+from cl2gnn.node.training.plan import check_run
 
 from ._method_views import encoder_and_batch, randn
 
@@ -183,7 +185,9 @@ def test_dgi_scores_the_first_view_against_its_row_shuffled_features():
 def test_dgi_is_refused_under_a_process_group_and_gbt_is_not():
     config = NodeConfig(out_channels=4)
     encoder = GraphEncoder(4, 4)
+    data = Data(x=torch.randn(6, 4), edge_index=torch.tensor([[0, 1, 2], [1, 2, 3]]))
     with pytest.raises(ValueError, match="'dgi' does not span the ranks"):
-        make_method("dgi", config, dim=4, num_nodes=6, encoder=encoder, distributed="gather")
+        check_run(data, "dgi", config, distributed="gather")
+    check_run(data, "gbt", config, distributed="ring")
     method = make_method("gbt", config, dim=4, num_nodes=6, encoder=encoder, distributed="ring")
     assert method.loss.distributed == "ring"

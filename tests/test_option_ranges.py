@@ -9,6 +9,7 @@ instead of ending in a traceback (or an 8 GB allocation) later."""
 
 import inspect
 import math
+from dataclasses import fields
 from functools import partial
 
 import pytest
@@ -18,7 +19,8 @@ import torch.nn.functional as F
 from cl2gnn._options import option_checks
 from cl2gnn.losses import PAIR_LOSSES
 from cl2gnn.nn import OPERATORS
-from cl2gnn.node.config import FIELDS, NodeConfig, check_field
+from cl2gnn.node.config import FIELDS, check_field
+from cl2gnn.node.methods import REGISTRY, check_options
 
 NONSENSE_TEMPERATURES = [math.inf, math.nan, 0.0, -1.0, 1e-30]
 
@@ -237,10 +239,34 @@ def numeric_field(name: str) -> bool:
 NUMERIC_FIELDS = [name for name in FIELDS if numeric_field(name)]
 
 
+def numeric_option(name: str) -> bool:
+    for value in (1, 2, 16, 0.5, 0):
+        try:
+            checked = check_options({name: value})[name]
+        except ValueError:
+            continue
+        if isinstance(checked, int | float) and not isinstance(checked, bool):
+            return True
+    return False
+
+
+NUMERIC_OPTIONS_OF_METHODS = sorted(
+    {f.name for cls in REGISTRY.values() for f in fields(cls.Options) if numeric_option(f.name)}
+)
+
+
 def test_the_numeric_fields_found_are_every_one():
-    assert {"epochs", "layers", "out_channels", "weight_decay", "samples_per_node"} <= set(
-        NUMERIC_FIELDS
+    assert {"epochs", "layers", "out_channels", "weight_decay"} <= set(NUMERIC_FIELDS)
+    assert {"temperature", "samples_per_node", "ema_decay", "num_keys"} <= set(
+        NUMERIC_OPTIONS_OF_METHODS
     )
+
+
+@pytest.mark.parametrize("name", NUMERIC_OPTIONS_OF_METHODS)
+@pytest.mark.parametrize("value", [10**20, 1e308, -1e308, -(10**20)])
+def test_a_huge_number_in_a_method_option_is_refused_naming_the_bound(name, value):
+    with pytest.raises(ValueError, match=rf"NodeConfig\.{name} must be .*in [\[(]"):
+        check_options({name: value})
 
 
 @pytest.mark.parametrize("name", NUMERIC_FIELDS)
@@ -254,4 +280,4 @@ def test_samples_per_node_is_bounded_naming_the_bound():
     """GraphACL draws that many neighbors and negatives per node and step: 10**6 on any graph
     is refused, naming what is allowed."""
     with pytest.raises(ValueError, match=r"samples_per_node must be .*1024"):
-        NodeConfig(samples_per_node=10**6)
+        check_options({"samples_per_node": 10**6})

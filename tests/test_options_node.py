@@ -12,10 +12,10 @@ import torch
 
 from cl2gnn.cli.main import main
 from cl2gnn.node import default_config, train_node_model
-from cl2gnn.node import fit as node_fit
-from cl2gnn.node import fullbatch as node_fullbatch
-from cl2gnn.node import trainer as node_trainer
 from cl2gnn.node.methods import contrastive as node_methods
+from cl2gnn.node.training import fit as node_fit
+from cl2gnn.node.training import fullbatch as node_fullbatch
+from cl2gnn.node.training import trainer as node_trainer
 
 from . import reference as ref
 from .conftest import node_method
@@ -169,7 +169,7 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
     assert trainer.encoder.num_layers == 3
     # the objective the run trained is the homophily loss with neighbor weight 0.5, τ 0.7
     (trained,) = objectives
-    assert trained.temperature == 0.7
+    assert trained.options.temperature == 0.7
     n, dim = digits.num_nodes, 8
     z1, z2, h = (torch.randn(n, dim) for _ in range(3))
 

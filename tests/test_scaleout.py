@@ -268,7 +268,7 @@ def _probe_worker(rank, world, port, out, kwargs):
 
     node_app.probe_score = slow_probe
     try:
-        results = node_app.run_node(
+        results = node_app.run_experiment(
             "digits-knn",
             "grace",
             ("grace",),

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-from cl2gnn._limits import COUNT_MAX, FLOAT32_MAX
+from cl2gnn._checks import COUNT_MAX, FLOAT32_MAX
 
 DEBUG_VARIABLE = "CL2GNN_DEBUG"  # "1": let errors raise with their traceback
 
@@ -306,10 +306,10 @@ def _describe(error: Exception) -> str:
 
 
 def dataset_argument(text: str) -> str:
-    """An argparse type for ``--dataset``: a name of :data:`~cl2gnn.datasets.names.DATASETS`
+    """An argparse type for ``--dataset``: a name of :data:`~cl2gnn.cli.catalogue.DATASETS`
     (case-insensitive, ``_`` for ``-``) or the path of an existing ``.npz`` graph, checked
     before torch loads."""
-    from cl2gnn.datasets.names import DATASETS
+    from .catalogue import DATASETS
 
     if text.endswith(".npz"):
         if not Path(text).expanduser().is_file():
@@ -342,11 +342,46 @@ def config_field(name: str, parse: Callable[[str], object]) -> Callable[[str], o
     return check
 
 
+def method_option(name: str, parse: Callable[[str], object]) -> Callable[[str], object]:
+    """An argparse type for the methods' option ``name``: the text read by ``parse``, then
+    checked by the methods' own checks (:func:`~cl2gnn.node.methods.check_options`, which
+    loads the registry, and torch, only when the option is given)."""
+
+    def check(text: str) -> object:
+        from cl2gnn.node.methods import check_options
+
+        try:
+            value = parse(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a {parse.__name__}, got {text!r}") from None
+        try:
+            return check_options({name: value})[name]
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    check.__name__ = name
+    return check
+
+
+def checked_entries(entries: dict) -> dict:
+    """A flat configuration mapping (:meth:`~cl2gnn.node.NodeConfig.as_dict`'s), each entry
+    checked: the fields by the configuration's checks, the other names by the methods'
+    (:func:`~cl2gnn.node.methods.check_options`, loading the registry only where some are
+    given); ``ValueError`` naming the first it refuses."""
+    from cl2gnn.node.config import FIELDS, check_field
+
+    checked = {name: check_field(name, value) for name, value in entries.items() if name in FIELDS}
+    options = {name: value for name, value in entries.items() if name not in FIELDS}
+    if options:
+        from cl2gnn.node.methods import check_options
+
+        checked |= check_options(options)
+    return {name: checked[name] for name in entries}
+
+
 def config_file(text: str) -> dict:
     """An argparse type: a JSON or YAML file (by its suffix) holding a mapping of
     :class:`~cl2gnn.node.NodeConfig` fields, each checked; the message names the file."""
-    from cl2gnn.node.config import check_field
-
     path = Path(text).expanduser()
     yaml_file = path.suffix.lower() in (".yaml", ".yml")
     if not yaml_file and path.suffix.lower() != ".json":
@@ -371,7 +406,7 @@ def config_file(text: str) -> dict:
     if not isinstance(entries, dict):
         raise argparse.ArgumentTypeError(f"{text}: must hold a mapping of NodeConfig fields")
     try:
-        return FileFields({name: check_field(name, value) for name, value in entries.items()}, text)
+        return FileFields(checked_entries(entries), text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"{text}: {error}") from None
 

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cl2gnn import _files
-from cl2gnn.vision.names import ARCHS, DATASETS
 
 from . import cmdline
+from .catalogue import ARCHS
+from .catalogue import IMAGE_DATASETS as DATASETS
 
 if TYPE_CHECKING:
     import torch

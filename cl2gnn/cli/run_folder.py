@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 
 RESULT = "result.json"
-# an interrupted run's periodic checkpoints (cl2gnn.node.evaluation.experiment.checkpoint_folder): outside the
-# staged entries, so that they outlive a killed run and --resume finds them
+# an interrupted run's periodic checkpoints
+# (cl2gnn.node.evaluation.experiment.checkpoint_folder): outside the staged entries, so that they
+# outlive a killed run and --resume finds them
 CHECKPOINTS = ".cl2gnn.checkpoints"
 _SEED = re.compile(r"seed_\d+")
 

@@ -12,9 +12,9 @@ import argparse
 from collections.abc import Callable, Sequence
 
 from cl2gnn._torchrun import MODES
-from cl2gnn.vision.names import KERNELS
 
 from . import cmdline  # torch-free: torch loads once the options are checked
+from .catalogue import KERNELS
 from .pretrain import common_parser, parse_args, pretrain_main
 
 PER_DATASET = {

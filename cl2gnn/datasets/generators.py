@@ -24,6 +24,16 @@ from torch_geometric.utils import stochastic_blockmodel_graph
 
 from .._checks import integer
 
+PRESETS: dict[str, dict[str, float]] = {
+    "arxiv": dict(
+        num_nodes=169_343, num_edges=1_166_243, num_features=128, num_classes=40, homophily=0.65
+    ),
+    "products": dict(
+        num_nodes=2_449_029, num_edges=61_859_140, num_features=100, num_classes=47, homophily=0.8
+    ),
+}
+
+
 STREAM_ROWS = 4096  # rows (nodes or edges) per random stream; chunks are whole streams
 _NODES, _FEATURES, _EDGES = range(3)  # the random streams' purposes
 _SPLIT = (0.1, 0.1)  # train and validation fractions; the rest is test

@@ -23,8 +23,21 @@ from torch_geometric.data import Data
 from .._files import cache_dir
 from ..distributed.launch import rank_zero_first
 from ..graphs import knn_graph
-from .names import DATASETS, EMBEDDED, HETEROPHILOUS
 from .npz import read_npz_graph
+
+EMBEDDED = "digits-knn"  # scikit-learn's digits as a kNN graph: needs no download
+PYG_DATASETS = ("Cora", "CiteSeer", "PubMed", "Computers", "Photo", "CS", "Physics", "WikiCS")
+HETEROPHILOUS = (
+    "actor",
+    "chameleon",
+    "chameleon-filtered",
+    "cornell",
+    "texas",
+    "wisconsin",
+    "minesweeper",
+)
+DATASETS = (EMBEDDED, *PYG_DATASETS, *HETEROPHILOUS)
+
 
 # name -> (PyG class, root sub-folder under CL2GNN_DATA, folder of the raw files in a root)
 _PYG = {
@@ -94,7 +107,7 @@ def _pyg_dataset(canonical: str, root: str | None) -> Data:
 
 
 def heterophilous_graph(name: str, root: str | None = None) -> Data:
-    """One of :data:`~cl2gnn.datasets.names.HETEROPHILOUS` from ``<root>/<file>.npz`` (default
+    """One of :data:`HETEROPHILOUS` from ``<root>/<file>.npz`` (default
     root ``$CL2GNN_DATA/heterophilous``), else downloaded into the cache."""
     from torch_geometric.data import download_url
     from torch_geometric.datasets import HeterophilousGraphDataset

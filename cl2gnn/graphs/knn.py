@@ -11,8 +11,12 @@ from .._checks import integer
 from .._validation import check_features
 from ._faiss import FAISS_GPU_MAX_K, faiss_available, faiss_has_gpu, faiss_problem
 from .knn_backends import knn_faiss
-from .knn_tiles import knn_tiles
-from .names import BACKENDS, METRICS, PRECISIONS
+from .knn_tiles import TILE_PRECISIONS, knn_tiles
+
+METRICS = ("cosine", "ip", "l2")
+BACKENDS = ("auto", "faiss", "torch")
+PRECISIONS = ("auto", *TILE_PRECISIONS)
+
 
 # rows per tile of the torch search: a CUDA tile must be large enough for its GEMM and
 # top-k to outlast their launches (8192² float32 scores: 256 MiB)

@@ -50,7 +50,11 @@ import torch
 from torch import Tensor
 
 from .._tiles import acc_dtype
-from .names import UNIT_ROUNDOFF
+
+# the unit roundoff of the reduced precisions the tiles multiply in, and every precision
+UNIT_ROUNDOFF = {"tf32": 2.0**-11, "bf16": 2.0**-8}
+TILE_PRECISIONS = ("full", *UNIT_ROUNDOFF)
+
 
 F32_EPS = 2.0**-24  # float32's unit roundoff
 RERANK_ELEMENTS = 2**24  # gathered candidate features per re-rank chunk (128 MiB in float64)

@@ -1,41 +1,75 @@
-"""Node-level graph self-supervised learning: encoders, methods, trainers and evaluation.
+"""Node-level graph self-supervised learning, as rooms:
 
-* :mod:`.methods`: every method a class in one registry (:data:`~.methods.REGISTRY`);
-* :mod:`.fullbatch`, :mod:`.minibatch`: the two trainers, one interface (an epoch, embed);
-  the mini-batches' seeds from :mod:`.sampler`, layer-wise inference in :mod:`.inference`;
-* :mod:`.fit`: the one training loop (:func:`fit`, :func:`train_node_model`);
-* :mod:`.models`, :mod:`.features`, :mod:`.views`: encoders, sparse features, the views
-  (PyG transforms);
-* :mod:`.result`: what training returns, embedding with it, saving it and loading it back;
-  :mod:`.checkpoint`: a run's state, which resumes it;
-* :mod:`.inputs`: the checks of what training is given;
-* :mod:`.evaluate`: the frozen-embedding probes and the protocols' splits;
-* :mod:`.config`: :class:`NodeConfig` and the published configurations.
+* :mod:`.config`: :class:`NodeConfig`, the core of a run's settings; :mod:`.presets`: the
+  papers' configurations and method ``auto``'s candidates, as data;
+* :mod:`.methods`: every method a class with its own options, in one registry;
+* :mod:`.encoders`: the built-in encoder (:class:`GraphEncoder`, its propagation graphs and
+  features) and what the library asks of an encoder of one's own;
+* :mod:`.views`, :mod:`.adaptive_views`: the views (PyG transforms);
+* :mod:`.training`: every compatibility rule once (:mod:`.training.plan`), the trainers
+  (full batch, mini-batch), the one loop (:func:`fit`), checkpoints;
+* :mod:`.evaluation`: the probes and splits, method ``auto``, and the experiment the
+  ``cl2gnn node`` command runs (:func:`~cl2gnn.node.evaluation.experiment.run_experiment`);
+* :mod:`.api`: :func:`train_node_model` and :func:`default_config`; :mod:`.result`: what
+  training returns, saved and loaded back;
+* :mod:`.inputs`: the checks of what training is given.
 
-The names load on first use (PEP 562), so that :mod:`cl2gnn.node.names` (the command's
-choice lists) imports without torch."""
+The names load on first use (an explicit map, :data:`EXPORTS`), so that the torch-free
+:mod:`.config` and :mod:`.presets` import without torch (the ``cl2gnn`` command reads them
+before it loads any)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
 
-from .._lazy import lazy_exports
+# each exported name -> the module that defines it
+EXPORTS = {
+    "adam_probe_scores": ".evaluation.probes",
+    "AdaptiveDropEdge": ".adaptive_views",
+    "AdaptiveMaskFeatures": ".adaptive_views",
+    "AUTO": ".api",
+    "default_config": ".api",
+    "default_method": ".api",
+    "Diffusion": ".views",
+    "DropEdge": ".views",
+    "EMBEDDINGS": ".config",
+    "EncoderInput": ".methods",
+    "ENCODERS": ".config",
+    "fit": ".training.fit",
+    "FullBatchTrainer": ".training.fullbatch",
+    "GRACE_PUBLISHED": ".presets",
+    "GraphEncoder": ".encoders.graph_encoder",
+    "load_encoder": ".result",
+    "load_node_dataset": "..datasets.nodes",
+    "make_method": ".methods",
+    "make_split": ".evaluation.probes",
+    "MaskFeatures": ".views",
+    "MethodOptions": ".methods",
+    "METHODS": ".methods",
+    "MinibatchTrainer": ".training.minibatch",
+    "NodeConfig": ".config",
+    "NodeMethod": ".methods",
+    "prepare_features": ".encoders.features",
+    "probe_score": ".evaluation.probes",
+    "probe_scores": ".evaluation.probes",
+    "ProjectionHead": ".encoders.graph_encoder",
+    "PROTOCOLS": ".evaluation.probes",
+    "REGISTRY": ".methods",
+    "SparseFeatures": ".encoders.features",
+    "train_node_model": ".api",
+    "TrainResult": ".result",
+    "ViewBatch": ".methods",
+}
+__all__ = sorted(EXPORTS)
 
-if TYPE_CHECKING:  # the exports, read by lazy_exports
-    from ..datasets.nodes import load_node_dataset
-    from .adaptive_views import AdaptiveDropEdge, AdaptiveMaskFeatures
-    from .config import GRACE_PUBLISHED, NodeConfig
-    from .defaults import default_config, default_method
-    from .evaluation.probes import adam_probe_scores, make_split, probe_score, probe_scores
-    from .encoders.features import SparseFeatures, prepare_features
-    from .training.fit import fit
-    from .training.fullbatch import FullBatchTrainer
-    from .methods import REGISTRY, EncoderInput, NodeMethod, ViewBatch, make_method
-    from .training.minibatch import MinibatchTrainer
-    from .encoders.graph_encoder import GraphEncoder, ProjectionHead
-    from .names import EMBEDDINGS, ENCODERS, METHODS, PROTOCOLS
-    from .result import TrainResult, load_encoder
-    from .api import train_node_model
-    from .views import Diffusion, DropEdge, MaskFeatures
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, globals())
+def __getattr__(name: str):
+    if name not in EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(EXPORTS[name], __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *EXPORTS})

@@ -23,11 +23,14 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import degree, to_undirected
 
-from .names import CENTRALITIES
 from .views import keep_edges, same_inputs
 
 PAGERANK_DAMPING, PAGERANK_ITERATIONS = 0.85, 200  # the authors' code's
 EIGENVECTOR_FLOOR = 1e-8  # their floor under the eigenvector's zeros, before the log
+
+
+# what GCA's adaptive views read a node's importance off
+CENTRALITIES = ("degree", "pagerank", "eigenvector")
 
 
 def node_centrality(edge_index: Tensor, num_nodes: int, centrality: str) -> Tensor:

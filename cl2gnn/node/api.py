@@ -3,20 +3,90 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .evaluation.auto import SCORING_SEEDS, choose_method
 from .config import NodeConfig
-from .defaults import default_config
+from .encoders.own import check_encoder
+from .evaluation.auto import SCORING_SEEDS, choose_method
 from .evaluation.probes import default_protocol, num_splits
-from .training.fit import train_run
-from .names import AUTO
+from .methods import method_type
+from .presets import (
+    AUTHORS_PER_GRAPH,
+    GRACE_OTHER_GRAPHS,
+    GRACE_PUBLISHED,
+    METHOD_DEFAULTS,
+    OTHER_GRAPHS,
+    OTHER_GRAPHS_METHOD,
+    graph_name,
+)
 from .result import TrainResult
+from .training.fit import train_run
+from .training.plan import BUILTIN_ONLY
 from .views import View
+
+# the method that chooses among candidates on the graph's own validation nodes
+# (cl2gnn.node.evaluation.auto), the command's default
+AUTO = "auto"
+
+
+def default_method(graph) -> str:
+    """The method a graph (a name or a ``Data``) trains with when none is named: GRACE where
+    the graph has a published configuration (:data:`~cl2gnn.node.presets.GRACE_PUBLISHED`),
+    else :data:`~cl2gnn.node.presets.OTHER_GRAPHS_METHOD`."""
+    return "grace" if graph_name(graph) in GRACE_PUBLISHED else OTHER_GRAPHS_METHOD
+
+
+def _own_options(
+    config: NodeConfig, method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]
+) -> NodeConfig:
+    """``config`` with the options ``method`` has and no other (a preset may carry another
+    method's: what is handed back is the method's own configuration)."""
+    names = method_type(method).Options.names()
+    return replace(config, options={k: v for k, v in config.options.items() if k in names})
+
+
+def default_config(
+    graph,
+    method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor] | None = None,
+    *,
+    encoder: torch.nn.Module | None = None,
+) -> NodeConfig:
+    """``method``'s configuration for ``graph`` (a name, or a ``Data``: its ``name``, if
+    any; :mod:`cl2gnn.node.presets`): its authors' for that graph where they publish one,
+    else the method's own, else for the GRACE-family methods (and an objective
+    ``(z1, z2, h1, h2) -> loss`` on GRACE's scheme) the graph's published configuration, else
+    GRACE's for graphs without one. ``None``: the configuration of :func:`default_method` —
+    the graph's published one, else :data:`~cl2gnn.node.presets.OTHER_GRAPHS`. Every
+    registered method accepts what this returns, on any graph: it keeps the options the
+    method has (sampled keys only for the methods that take them).
+
+    ``encoder``: an encoder of one's own, which the configuration is for: the built-in
+    encoder's fields (:data:`~cl2gnn.node.training.plan.BUILTIN_ONLY`) are left at their
+    defaults, and the recipe's feature normalisation is kept, applied to ``data.x`` before
+    the encoder reads it (:func:`~cl2gnn.node.encoders.own.feature_transform`)."""
+    dataset = graph_name(graph)
+    # an objective of one's own trains on GRACE's scheme, with GRACE's configurations
+    name = "grace" if callable(method) else method
+    if name is None:
+        method = name = default_method(graph)
+        config = GRACE_PUBLISHED.get(dataset, OTHER_GRAPHS)
+    elif (name, dataset) in AUTHORS_PER_GRAPH:
+        config = AUTHORS_PER_GRAPH[name, dataset]
+    elif name in METHOD_DEFAULTS:
+        config = METHOD_DEFAULTS[name]
+    else:
+        config = GRACE_PUBLISHED.get(dataset, GRACE_OTHER_GRAPHS)
+    config = _own_options(config, method)
+    if encoder is not None:
+        check_encoder(encoder)
+        defaults = NodeConfig()
+        config = replace(config, **{field: getattr(defaults, field) for field in BUILTIN_ONLY})
+    return config
 
 
 def train_node_model(
@@ -106,7 +176,7 @@ def _auto(data, config, encoder, augment, seed, device, progress) -> TrainResult
     if config is not None or encoder is not None or augment is not None:
         raise ValueError(
             "method 'auto' chooses among the built-in candidates' own configurations and views "
-            "(cl2gnn.node.config.CANDIDATES): pass no config, encoder or augment, or call "
+            "(cl2gnn.node.presets.CANDIDATES): pass no config, encoder or augment, or call "
             "choose_method(data, changes={...}) to change their fields"
         )
     seeds = range(seed, seed + SCORING_SEEDS)

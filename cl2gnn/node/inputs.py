@@ -7,8 +7,6 @@ bad index reaches a kernel (an out-of-range edge made PyG's CSR builds write out
 
 from __future__ import annotations
 
-import inspect
-
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
@@ -119,53 +117,6 @@ def check_view(view: object, num_nodes: int) -> None:
     if weight is not None and (not isinstance(weight, Tensor) or weight.shape != (edges,)):
         shape = tuple(weight.shape) if isinstance(weight, Tensor) else type(weight).__name__
         raise ValueError(f"augment: a view's edge_weight must be [E] = [{edges}], got {shape}")
-
-
-def takes_edge_weight(encoder: torch.nn.Module) -> bool:
-    """Whether ``encoder``'s forward accepts ``edge_weight=`` (by name, or ``**kwargs``)."""
-    try:
-        parameters = inspect.signature(encoder.forward).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == "edge_weight" or p.kind is p.VAR_KEYWORD for p in parameters)
-
-
-def check_encoder(encoder: object) -> None:
-    if not isinstance(encoder, torch.nn.Module):
-        raise ValueError(
-            f"encoder must be a torch.nn.Module called as encoder(x, edge_index), got "
-            f"{type(encoder).__name__}"
-        )
-
-
-def checked_output(out: object, num_nodes: int) -> Tensor:
-    """``out``, an encoder's output on a graph of ``num_nodes`` nodes, if it is
-    ``[num_nodes, d]``; ``ValueError`` otherwise. A shape check (no host sync): every call
-    of an encoder in training and in the final embedding goes through it."""
-    if not isinstance(out, Tensor) or out.dim() != 2 or out.size(0) != num_nodes:
-        shape = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
-        raise ValueError(
-            f"encoder(x, edge_index) must return one row per node, [N, d]; on {num_nodes} "
-            f"nodes it returned {shape}"
-        )
-    return out
-
-
-@torch.no_grad()
-def output_width(encoder: torch.nn.Module, x: Tensor, edge_index: Tensor) -> int:
-    """The width ``d`` of ``encoder(x, edge_index)``, read from its output on the first few
-    nodes and the edges among them (in eval mode, its training mode restored); ``ValueError``
-    unless it is ``[rows, d]`` (:func:`checked_output`, which training applies to every
-    call on all the rows)."""
-    rows = min(x.size(0), 8)
-    keep = (edge_index[0] < rows) & (edge_index[1] < rows)
-    was_training = encoder.training
-    encoder.eval()
-    try:
-        out = encoder(x[:rows], edge_index[:, keep])
-    finally:
-        encoder.train(was_training)
-    return checked_output(out, rows).size(1)
 
 
 def check_labels(y: object, num_nodes: int) -> None:

@@ -20,12 +20,12 @@ from torch_geometric.transforms import BaseTransform
 
 from .._files import atomic_path, write_text_atomic
 from ..distributed.launch import _first_line as first_line
-from .training.checkpoint import load_file, write_checkpoint
 from .config import NodeConfig
+from .encoders.graph_encoder import GraphEncoder
 from .inputs import check_graph
 from .methods import NodeMethod
 from .methods.mvgrl import MVGRLEncoder
-from .encoders.graph_encoder import GraphEncoder
+from .training.checkpoint import load_file, write_checkpoint
 from .views import Diffusion
 
 FORMAT = "cl2gnn-node-encoder"

@@ -6,14 +6,12 @@ The studies load on first use (PEP 562), so that :data:`STUDY_NAMES` imports wit
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from .common import StudyResult
+from .run import STUDIES, STUDY_NAMES, run_study
 
-from .._lazy import lazy_exports
-from .names import STUDY_NAMES
-
-if TYPE_CHECKING:  # the exports, read by lazy_exports
-    from .common import StudyResult
-    from .run import STUDIES, run_study
-
-__getattr__, __dir__, _lazy_names = lazy_exports(__name__, globals())
-__all__ = ["STUDY_NAMES", *_lazy_names]
+__all__ = [
+    "STUDIES",
+    "STUDY_NAMES",
+    "StudyResult",
+    "run_study",
+]

@@ -13,7 +13,18 @@ import torch
 from cl2gnn import _files, _validation
 
 from .common import StudyResult
-from .names import STUDY_NAMES
+
+# study ``name`` lives in module ``name.replace("-", "_")``
+STUDY_NAMES = (
+    "message-passing",
+    "proposition2",
+    "proposition3",
+    "spectral-clustering",
+    "neural-kernel",
+    "new-designs",
+    "oversmoothing",
+)
+
 
 STUDIES = {
     name: importlib.import_module(f".{name.replace('-', '_')}", __package__) for name in STUDY_NAMES

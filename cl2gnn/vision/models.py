@@ -8,7 +8,7 @@ import itertools
 import torch
 from torch import nn
 
-from .names import ARCHS
+ARCHS = ("resnet18", "resnet50", "convnet")
 
 
 def cifar_resnet(arch: str = "resnet18", in_channels: int = 3) -> tuple[nn.Module, int]:

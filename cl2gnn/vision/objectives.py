@@ -18,7 +18,14 @@ from ..losses import (
 )
 from ..losses._operators import uniform_attention
 from ..nn import MultiStageMemory
-from .names import KERNELS
+
+KERNELS = {
+    "laplacian": {"gamma": 1.0},
+    "exp0.5": {"gamma": 0.5},
+    "sum": {"gamma": 1.0, "mixture": "simple"},
+    "concat": {"gamma": 1.0, "mixture": "concat"},
+}
+
 
 # the kNN positives are searched in the global batch, gathered on every rank
 NN_POSITIVES_IN_RING = (

@@ -17,9 +17,9 @@ from torch_geometric.transforms import NormalizeFeatures
 from torch_geometric.utils import degree as degree_of
 from torch_geometric.utils import softmax, spmm, to_torch_csr_tensor
 
-from .features import ColumnMasked, SparseFeatures, prepare_features
+from ..config import EMBEDDINGS, ENCODERS, NodeConfig
 from ..inputs import check_edge_index
-from ..names import EMBEDDINGS, ENCODERS
+from .features import ColumnMasked, SparseFeatures, prepare_features
 from .propagation import ValuedGraph
 
 ACTIVATIONS = {
@@ -28,6 +28,21 @@ ACTIVATIONS = {
     "rrelu": torch.nn.RReLU,
     "elu": torch.nn.ELU,
     "none": torch.nn.Identity,
+}
+
+
+# GraphEncoder's arguments, each from a configuration field: what the built-in encoder reads
+ENCODER_ARGUMENTS = {
+    "out_channels": "out_channels",
+    "activation": "activation",
+    "conv": "encoder",
+    "layers": "layers",
+    "hidden_channels": "hidden_channels",
+    "out_activation": "out_activation",
+    "batch_norm": "batch_norm",
+    "self_loops": "self_loops",
+    "readout": "embedding",
+    "normalize_features": "normalize_features",
 }
 
 
@@ -146,6 +161,12 @@ class GraphEncoder(torch.nn.Module):
         )
         norm = torch.nn.BatchNorm1d if batch_norm else lambda _: Identity()
         self.norms = torch.nn.ModuleList(norm(width) for width in widths[1:])
+
+    @classmethod
+    def from_config(cls, in_channels: int, config: NodeConfig) -> GraphEncoder:
+        """The built-in encoder a configuration describes (:data:`ENCODER_ARGUMENTS`)."""
+        arguments = {name: getattr(config, field) for name, field in ENCODER_ARGUMENTS.items()}
+        return cls(in_channels, **arguments)
 
     @property
     def spec(self) -> dict:

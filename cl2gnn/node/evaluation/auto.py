@@ -22,11 +22,12 @@ from torch_geometric.data import Data
 
 from ...distributed import rank_and_world
 from ...distributed.launch import release, waiting_group
-from ..config import NodeConfig, candidates, config_from_dict
-from .probes import default_protocol, make_split, metric_for, num_splits, probe_scores
-from ..training.fit import train_run
+from ..config import NodeConfig, config_from_dict
 from ..methods import method_class
+from ..presets import candidates
 from ..result import TrainResult
+from ..training.fit import train_run
+from .probes import default_protocol, make_split, metric_for, num_splits, probe_scores
 
 SCORING_SEEDS = 2  # the first seeds (splits) whose validation nodes choose
 RAW, UNTRAINED = "raw features", "untrained encoder"

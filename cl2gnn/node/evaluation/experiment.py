@@ -1,5 +1,7 @@
-"""Train with several seeds and evaluate every requested protocol on the same embeddings,
-optionally beside the trivial baselines on the same splits."""
+"""The experiment the ``cl2gnn node`` command runs (:func:`run_experiment`): a method (or
+method ``auto``'s choice) trained with several seeds, every requested protocol evaluated on
+the same embeddings, optionally beside the trivial baselines on the same splits; each
+seed's run saved and resumable."""
 
 from __future__ import annotations
 
@@ -11,25 +13,20 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from cl2gnn.datasets import load_node_dataset
-from cl2gnn.distributed import rank_and_world
-from cl2gnn.distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
-from cl2gnn.node.evaluation.auto import candidate_table, choose_method, scoring_seeds
-from cl2gnn.node.training.checkpoint import CHECKPOINT, write_checkpoint
-from cl2gnn.node.config import check_field
-from cl2gnn.node.defaults import default_config
-from cl2gnn.node.evaluation.probes import (
-    default_protocol,
-    make_split,
-    metric_for,
-    num_splits,
-    probe_score,
-)
-from cl2gnn.node.inputs import check_labels
-from cl2gnn.node.names import AUTO
-from cl2gnn.node.api import train_node_model
+from ...datasets import load_node_dataset
+from ...distributed import rank_and_world
+from ...distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
+from ..api import AUTO, default_config, train_node_model
+from ..config import check_field
+from ..inputs import check_labels
+from ..training.checkpoint import CHECKPOINT, write_checkpoint
+from .auto import choose_method, scoring_seeds
+from .probes import default_protocol, make_split, metric_for, num_splits, probe_score
 
-from ...cli import run_folder
+# an interrupted run's periodic checkpoints, in its folder: outside what a run stages
+# (the command's cl2gnn/cli/run_folder.py), so that they outlive a killed run and resume
+# finds them; the folder goes when the run has finished
+CHECKPOINTS = ".cl2gnn.checkpoints"
 
 # the trivial baselines a method must beat: the probe on the raw features (L2-normalised, as
 # the embeddings are, and standardised), and the encoder with the method's configuration and
@@ -101,7 +98,7 @@ def check_probe(data, protocols: tuple[str, ...], seeds: range) -> None:
 
 def checkpoint_folder(folder: str | Path, seed: int) -> Path:
     """Where seed ``seed``'s periodic checkpoint goes while a run into ``folder`` trains."""
-    return Path(folder) / run_folder.CHECKPOINTS / f"seed_{seed}"
+    return Path(folder) / CHECKPOINTS / f"seed_{seed}"
 
 
 def resume_folders(folder: str | None, seeds: range) -> dict[int, Path]:
@@ -124,7 +121,7 @@ def resume_folders(folder: str | None, seeds: range) -> dict[int, Path]:
     return found
 
 
-def run_node(
+def run_experiment(
     dataset: str,
     method: str | None = None,
     protocols: tuple[str, ...] | None = None,
@@ -297,25 +294,3 @@ def _probe(
             scores[protocol, "raw features, standardised"].append(
                 probe_score(data.x, data.y, split, scaling="standard", **probe)
             )
-
-
-def format_table(results: list[dict]) -> str:
-    """The results (and their baselines, if any) as a plain-text table, after the
-    candidates' validation scores where method ``auto`` chose."""
-    header = (
-        f"{'dataset':18s} {'method':26s} {'protocol':8s} {'metric':8s} {'score (%)':>14s} "
-        f"{'seeds':>5s} {'ms/epoch':>9s}"
-    )
-    lines = [candidate_table(r) + "\n" for r in results[:1] if "candidates" in r]
-    lines += [header, "-" * len(header)]
-    for r in results:
-        name = f"auto: {r['chosen']}" if "chosen" in r else r["method"]
-        rows = [(name, r, f"{r['epoch_ms']:>9.1f}")]
-        rows += [(name, b, f"{'':>9s}") for name, b in r.get("baselines", {}).items()]
-        for name, row, ms in rows:
-            score = f"{row['score_mean']:.2f} ± {row['score_std']:.2f}"
-            lines.append(
-                f"{r['dataset']:18s} {name:26s} {r['protocol']:8s} {r['metric']:8s} "
-                f"{score:>14s} {len(r['seeds']):>5d} {ms}"
-            )
-    return "\n".join(lines)

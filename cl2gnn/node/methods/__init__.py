@@ -1,31 +1,38 @@
 """The node methods, one class each, in one registry.
 
-Adding a method is one :class:`NodeMethod` subclass decorated with
-``@register_method("name")`` in a module of this package (imported here), and one float64
-reference test of its loss; the command's torch-free :data:`cl2gnn.node.names.METHODS` reads
-the names off the decorators.
+Adding a method is one module of this package: a :class:`NodeMethod` subclass decorated
+with ``@register_method("name")``, its own options as its ``Options``
+(:class:`~cl2gnn.node.methods.options.MethodOptions`), and one float64 reference test of its
+loss. Every module of the package is imported here, so the decorators fill the registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import fields
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..config import NodeConfig
-from ..names import METHODS
-
-# the modules that register the methods (@register_method), imported for that
-from . import bgrl, cca_ssg, contrastive, dgi, gbt, gca, graphacl, mvgrl
 from .base import REGISTRY, EncoderInput, NodeMethod, ViewBatch, register_method
-from .contrastive import CallableObjective, ContrastiveMethod
+from .options import MethodOptions, option
+
+for _module in pkgutil.iter_modules(__path__):  # each method registers itself on import
+    importlib.import_module(f"{__name__}.{_module.name}")
+
+from .contrastive import CallableObjective, ContrastiveMethod  # noqa: E402  (registered above)
+
+METHODS = tuple(sorted(REGISTRY))  # the registered methods' names
 
 
 def method_class(name: str) -> type[NodeMethod]:
     """The registered class of method ``name``; ``ValueError`` naming the choices otherwise."""
     if name not in REGISTRY:
-        raise ValueError(f"method must be one of {METHODS}, got {name!r}")
+        raise ValueError(f"method must be one of {tuple(sorted(REGISTRY))}, got {name!r}")
     return REGISTRY[name]
 
 
@@ -35,6 +42,47 @@ def method_type(
     """The class that trains ``method``: a registered name's (:func:`method_class`), or for
     an objective ``(z1, z2, h1, h2) -> loss`` :class:`CallableObjective`."""
     return CallableObjective if callable(method) else method_class(method)
+
+
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A configuration's ``options`` as the methods hold them, each checked by every
+    registered method that has it (:func:`~cl2gnn.node.training.plan.check_run` calls this
+    before a run, the command on its options and configuration files):
+    ``ValueError`` naming an option no method has (a typo is refused, not ignored) or a
+    value a method's check refuses, as ``NodeConfig.name``."""
+    declared: dict[str, list] = {}
+    for cls in (*REGISTRY.values(), CallableObjective):
+        for f in fields(cls.Options):
+            declared.setdefault(f.name, []).append(f.metadata["check"])
+    checked = {}
+    for name, value in options.items():
+        if name not in declared:
+            raise ValueError(
+                f"NodeConfig has no field {name!r} and no method has an option of that name "
+                f"(the methods' options: {', '.join(sorted(declared))})"
+            )
+        for check in declared[name]:
+            value = check(value, f"NodeConfig.{name}")
+        checked[name] = value
+    return checked
+
+
+def check_method_takes(cls: type[NodeMethod], options: Mapping[str, Any]) -> None:
+    """``ValueError`` naming an option set (not ``None``) in ``options`` that method ``cls``
+    does not have where the methods that have it declare ``others_refuse``."""
+    own = cls.Options.names()
+    for name, value in options.items():
+        if name in own or value is None:
+            continue
+        takers = [c for c in REGISTRY.values() if name in c.Options.names()]
+        if any(
+            f.metadata["others_refuse"] for c in takers for f in fields(c.Options) if f.name == name
+        ):
+            label = cls.name if cls.name != "callable" else "a callable objective"
+            raise ValueError(
+                f"{name}={value!r}: method {label!r} does not take it (the methods that do: "
+                f"{', '.join(sorted(c.name for c in takers))})"
+            )
 
 
 def make_method(
@@ -49,30 +97,11 @@ def make_method(
 ) -> NodeMethod:
     """Method ``method`` (a registered name, or an objective ``(z1, z2, h1, h2) -> loss``
     on GRACE's scheme) for an encoder of output width ``dim`` on a graph of ``num_nodes``
-    nodes, checked against ``config``:
-    sampled keys, mini-batches and a process group only for the methods that take them;
-    ``encoder`` is the online encoder (for methods with a target encoder)."""
+    nodes, with ``config``'s options (what goes with what:
+    :func:`~cl2gnn.node.training.plan.check_run`); ``encoder`` is the online encoder (for
+    methods with a target encoder)."""
     cls = method_type(method)
     extra = {"objective": method} if callable(method) else {}
-    label = cls.name if cls is not CallableObjective else "a callable objective"
-    if config.num_keys is not None and not cls.takes_keys:
-        takes = tuple(n for n, c in REGISTRY.items() if c.takes_keys)
-        raise ValueError(f"num_keys applies to the methods {takes}, not {label!r}")
-    if config.batch_size is not None and not cls.minibatch:
-        takes = tuple(n for n, c in REGISTRY.items() if c.minibatch)
-        raise ValueError(
-            f"method {label!r} keeps a state per node or uses the whole graph's edges as "
-            f"positives: mini-batch training takes the methods {takes}"
-        )
-    if distributed is not None:
-        if not cls.spans_ranks:
-            takes = tuple(n for n, c in REGISTRY.items() if c.spans_ranks)
-            raise ValueError(
-                f"method {label!r} does not span the ranks of a process group (its loss needs "
-                f"state or pairs a rank does not hold): under torchrun use one of {takes}"
-            )
-        if config.num_keys is not None:
-            raise ValueError("distributed takes no num_keys: the negatives are every rank's")
     return cls(
         config,
         dim=dim,
@@ -85,13 +114,19 @@ def make_method(
 
 
 __all__ = [
+    "METHODS",
     "REGISTRY",
+    "CallableObjective",
     "ContrastiveMethod",
     "EncoderInput",
+    "MethodOptions",
     "NodeMethod",
     "ViewBatch",
+    "check_method_takes",
+    "check_options",
     "make_method",
     "method_class",
     "method_type",
+    "option",
     "register_method",
 ]

@@ -12,8 +12,9 @@ from torch import Tensor
 from ..._registry import NODE_METHODS as REGISTRY
 from ..config import NodeConfig
 from ..encoders.features import ColumnMasked, SparseFeatures
-from ..inputs import checked_output
+from ..encoders.own import checked_output
 from ..views import View, config_views
+from .options import MethodOptions
 
 
 @dataclass
@@ -72,17 +73,15 @@ class NodeMethod(torch.nn.Module):
     :meth:`after_step` after every optimiser step.
 
     A subclass registers itself under its name with ``@register_method("name")`` (its key
-    in :data:`~cl2gnn.node.methods.REGISTRY`, also read, without importing torch, into
-    the command's :data:`cl2gnn.node.names.METHODS`) and states what it can do:
+    in :data:`~cl2gnn.node.methods.REGISTRY`), declares its own options as ``Options`` (a
+    :class:`~cl2gnn.node.methods.options.MethodOptions` dataclass, read from the
+    configuration's ``options`` into :attr:`options`) and states what it can do:
 
-    * ``takes_keys``: its uniformity term can run over sampled keys (``config.num_keys``);
     * ``minibatch``: it trains on sampled mini-batches of nodes (``config.batch_size``);
     * ``spans_ranks``: its negatives span the ranks of a process group (``torchrun``);
     * ``per_node_state``: it keeps a state for every node of the graph (a memory bank);
     * ``reads_graph``: its loss reads the input graph's edges (as positives), which do not
       carry an ``edge_weight``;
-    * ``takes_matmul_dtype``: its loss is the exact InfoNCE, whose tiles can multiply in
-      ``config.matmul_dtype`` on the CPU;
     * ``min_batch_size``: the fewest seed nodes it can train on in one process's share of a
       mini-batch (``1``; contrastive methods need a negative, the kNN method ``k + 1``
       seeds): the batching merges a last batch too small for it into the one before, and a
@@ -101,12 +100,11 @@ class NodeMethod(torch.nn.Module):
     """
 
     name: ClassVar[str]
-    takes_keys: ClassVar[bool] = False
     minibatch: ClassVar[bool] = True
     spans_ranks: ClassVar[bool] = False
     per_node_state: ClassVar[bool] = False
     reads_graph: ClassVar[bool] = False
-    takes_matmul_dtype: ClassVar[bool] = False
+    Options: ClassVar[type[MethodOptions]] = MethodOptions
     min_batch_size: ClassVar[int] = 1
 
     def __init__(
@@ -120,6 +118,7 @@ class NodeMethod(torch.nn.Module):
         encoder: torch.nn.Module | None = None,
     ) -> None:
         super().__init__()
+        self.options = self.Options.of(config.options, self.name)
         self.dim, self.num_nodes = dim, num_nodes
         self.distributed = distributed
 

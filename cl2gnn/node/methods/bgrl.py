@@ -8,7 +8,7 @@ from torch import Tensor
 from ...losses import BootstrapLoss
 from ..config import NodeConfig
 from .base import NodeMethod, ViewBatch, register_method
-from .target import TargetEncoder, predictor
+from .target import TargetEncoder, TargetOptions, predictor
 
 
 @register_method("bgrl")
@@ -31,16 +31,18 @@ class BGRL(NodeMethod):
     negatives to share).
     """
 
+    Options = TargetOptions
     spans_ranks = True
 
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
         super().__init__(config, encoder=encoder, **context)
+        options = self.options
         self.predictor = predictor(
-            self.dim, config.predictor_hidden, config.predictor_layers, "prelu"
+            self.dim, options.predictor_hidden, options.predictor_layers, "prelu"
         )
         self.loss = BootstrapLoss()
         self.target = TargetEncoder(
-            encoder, config.ema_decay, cosine=config.ema_cosine, reinitialise=True
+            encoder, options.ema_decay, cosine=options.ema_cosine, reinitialise=True
         )
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 
+from ..._checks import number
 from ...losses import CCASSGLoss
 from ..config import NodeConfig
 from .base import NodeMethod, ViewBatch, register_method
+from .options import MethodOptions, option
+
+
+@dataclass(frozen=True)
+class CCASSGOptions(MethodOptions):
+    """The weight of the decorrelation term."""
+
+    decorrelation: float = option(1e-3, number(0.0, 1000.0))
 
 
 @register_method("cca_ssg")
@@ -26,6 +37,7 @@ class CCASSG(NodeMethod):
     the loss and, after DDP's average, the gradient are one process's on the global batch.
     """
 
+    Options = CCASSGOptions
     spans_ranks = True
     # per rank's share: one process's share is the whole batch, whose standard deviations
     # need two rows (a last batch of one seed joins the one before); across ranks the loss
@@ -34,7 +46,7 @@ class CCASSG(NodeMethod):
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
-        self.loss = CCASSGLoss(config.decorrelation, self.distributed)
+        self.loss = CCASSGLoss(self.options.decorrelation, self.distributed)
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         h1, h2 = self.encode(encoder, batch)

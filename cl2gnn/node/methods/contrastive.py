@@ -10,11 +10,13 @@ uniformity on the affinity graph of the projections: :class:`~cl2gnn.nn.AlignCon
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from ..._checks import integer
+from ..._checks import integer, number, one_of, optional
+from ..._checks import temperature as temperature_check
 from ...graphs import cluster_labels, knn_graph, pair_graph
 from ...losses import (
     KernelInfoNCELoss,
@@ -25,9 +27,11 @@ from ...losses import (
     info_nce,
 )
 from ...nn import MultiStageMemory
-from ..config import NodeConfig
+from ...nn.tiled import MATMUL_DTYPES
+from ..config import WIDTH, NodeConfig
 from ..encoders.graph_encoder import ProjectionHead
 from .base import NodeMethod, ViewBatch, register_method
+from .options import MethodOptions, option
 
 
 def cross_view_edges(source: Tensor, target: Tensor, num_nodes: int) -> Tensor:
@@ -39,19 +43,47 @@ def cross_view_edges(source: Tensor, target: Tensor, num_nodes: int) -> Tensor:
     )
 
 
+@dataclass(frozen=True)
+class HeadOptions(MethodOptions):
+    """GRACE's projection head: its hidden width."""
+
+    proj_hidden: int = option(128, WIDTH)
+
+
+@dataclass(frozen=True)
+class ContrastiveOptions(HeadOptions):
+    """A contrastive loss's temperature."""
+
+    temperature: float = option(0.4, temperature_check)
+
+
+@dataclass(frozen=True)
+class InfoNCEOptions(ContrastiveOptions):
+    """The exact InfoNCE's: its uniformity term over ``num_keys`` views drawn per step
+    instead of all ``2N`` (``None``: exact; full-batch only, a mini-batch's negatives are its
+    seeds), and its tiles' products in ``matmul_dtype`` on the CPU (``"bfloat16"``: float32
+    accumulation; ``None``: float32, exact)."""
+
+    num_keys: int | None = option(None, optional(integer(1)), others_refuse=True)
+    matmul_dtype: str | None = option(None, optional(one_of(*MATMUL_DTYPES)), others_refuse=True)
+
+
 class ContrastiveMethod(NodeMethod):
     """GRACE's scheme (Zhu et al., 2020): encoder outputs ``h1, h2`` of the two views,
     projections ``z = head(h)`` (:class:`~cl2gnn.node.ProjectionHead`), and
     :meth:`objective` ``(z1, z2, h1, h2) -> loss`` over the seed rows."""
 
+    Options = ContrastiveOptions
     min_batch_size = 2  # one seed has no negative: its loss is zero, or NaN (spectral)
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
-        self.temperature = config.temperature
-        self.num_keys = config.num_keys
-        self.matmul_dtype = config.matmul_dtype
-        self.head = ProjectionHead(self.dim, config.proj_hidden)
+        self.head = ProjectionHead(self.dim, self.options.proj_hidden)
+
+    def loss_options(self) -> dict:
+        """The exact InfoNCE's options, as :func:`~cl2gnn.losses.info_nce` takes them."""
+        keys = ("temperature", "num_keys", "matmul_dtype")
+        return {k: getattr(self.options, k) for k in keys if hasattr(self.options, k)}
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         h1, h2 = self.encode(encoder, batch)
@@ -66,19 +98,11 @@ class Grace(ContrastiveMethod):
     """GRACE: InfoNCE over the ``2N`` stacked projections, inter- and intra-view negatives
     (:func:`~cl2gnn.losses.info_nce` = ``AlignConv`` on the pair graph + ``UniformAttention``)."""
 
-    takes_matmul_dtype = True
-    takes_keys = True
+    Options = InfoNCEOptions
     spans_ranks = True
 
     def objective(self, z1, z2, h1, h2):
-        return info_nce(
-            z1,
-            z2,
-            temperature=self.temperature,
-            num_keys=self.num_keys,
-            distributed=self.distributed,
-            matmul_dtype=self.matmul_dtype,
-        )
+        return info_nce(z1, z2, distributed=self.distributed, **self.loss_options())
 
 
 @register_method("attention")
@@ -95,7 +119,7 @@ class Attention(ContrastiveMethod):
             z2,
             h1=h1,
             h2=h2,
-            temperature=self.temperature,
+            temperature=self.options.temperature,
             beta=1.0,
             distributed=self.distributed,
         )
@@ -108,9 +132,9 @@ class _LossMethod(ContrastiveMethod):
 
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
-        self.loss = self.make_loss(config)
+        self.loss = self.make_loss()
 
-    def make_loss(self, config: NodeConfig) -> torch.nn.Module:
+    def make_loss(self) -> torch.nn.Module:
         raise NotImplementedError
 
     def objective(self, z1, z2, h1, h2):
@@ -122,23 +146,26 @@ class KernelInfoNCE(_LossMethod):
     """Kernel-InfoNCE with the Laplacian kernel ``exp(-‖x - y‖ / τ)`` (Tan et al., ICLR
     2024)."""
 
-    def make_loss(self, config):
-        return KernelInfoNCELoss(1.0, temperature=config.temperature, distributed=self.distributed)
+    def make_loss(self):
+        temperature = self.options.temperature
+        return KernelInfoNCELoss(1.0, temperature=temperature, distributed=self.distributed)
 
 
 @register_method("random_walk")
 class RandomWalk(_LossMethod):
     """The random-walk Laplacian loss (Tan et al., ICLR 2024)."""
 
-    def make_loss(self, config):
-        return RandomWalkLoss(temperature=config.temperature, distributed=self.distributed)
+    def make_loss(self):
+        return RandomWalkLoss(temperature=self.options.temperature, distributed=self.distributed)
 
 
 @register_method("spectral")
 class Spectral(_LossMethod):
-    """The spectral contrastive loss (HaoChen et al., NeurIPS 2021)."""
+    """The spectral contrastive loss (HaoChen et al., NeurIPS 2021): no temperature."""
 
-    def make_loss(self, config):
+    Options = HeadOptions
+
+    def make_loss(self):
         return SpectralContrastiveLoss(distributed=self.distributed)
 
 
@@ -148,9 +175,8 @@ class MultiStage(ContrastiveMethod):
     towards the mean of the other view and the node's stored mean views of the previous
     step (training steps are the stages, after a warm-up of 20)."""
 
-    takes_keys = True
+    Options = InfoNCEOptions
     minibatch = False
-    takes_matmul_dtype = True
     per_node_state = True
 
     def __init__(self, config: NodeConfig, **context) -> None:
@@ -162,14 +188,8 @@ class MultiStage(ContrastiveMethod):
         nodes = torch.arange(z1.size(0), device=z1.device)
         pull = self.multistage(z1, z2, nodes)  # also stores this step's features
         self.multistage.next_stage()
-        loss = info_nce(
-            z1,
-            z2,
-            temperature=self.temperature,
-            num_keys=self.num_keys,
-            matmul_dtype=self.matmul_dtype,
-        )
-        return loss + pull / self.temperature
+        loss = info_nce(z1, z2, **self.loss_options())
+        return loss + pull / self.options.temperature
 
 
 @register_method("knn")
@@ -178,8 +198,7 @@ class KNearest(ContrastiveMethod):
     neighbors by cosine similarity of the mean encoder output (feature-space positives
     from :func:`~cl2gnn.graphs.knn_graph`)."""
 
-    takes_matmul_dtype = True
-    takes_keys = True
+    Options = InfoNCEOptions
     k = 5
     min_batch_size = k + 1  # the k neighbors of a seed among the batch's other seeds
 
@@ -192,10 +211,22 @@ class KNearest(ContrastiveMethod):
         return info_nce(
             torch.cat([z1, z2]),
             edge_index=positives,
-            temperature=self.temperature,
-            num_keys=self.num_keys,
-            matmul_dtype=self.matmul_dtype,
+            **self.loss_options(),
         )
+
+
+@dataclass(frozen=True)
+class NeighborsOptions(InfoNCEOptions):
+    """The weight of the graph neighbors' views as positives."""
+
+    neighbor_weight: float = option(1.0, number(0.0, 1000.0, above=True))
+
+
+@dataclass(frozen=True)
+class HomophilyOptions(NeighborsOptions):
+    """The k-means centroids (HomoGCL's Cora value)."""
+
+    clusters: int = option(10, integer(1))
 
 
 @register_method("neighbors")
@@ -205,8 +236,7 @@ class Neighbors(ContrastiveMethod):
     the input graph is part of the augmentation graph, as in Local-GCL (Zhang et al., 2022)
     and HomoGCL (Li et al., KDD 2023)."""
 
-    takes_matmul_dtype = True
-    takes_keys = True
+    Options = NeighborsOptions
     minibatch = False
     reads_graph = True
 
@@ -219,7 +249,7 @@ class Neighbors(ContrastiveMethod):
         pairs = pair_graph(n, 2, device=graph.device)
         edges = torch.cat([pairs, cross_view_edges(graph[0], graph[1], n)], 1)
         weights = torch.ones(edges.size(1), device=graph.device)
-        weights[pairs.size(1) :] = config.neighbor_weight
+        weights[pairs.size(1) :] = self.options.neighbor_weight
         self.register_buffer("positives", edges, persistent=False)
         self.register_buffer("positive_weight", weights, persistent=False)
 
@@ -231,9 +261,7 @@ class Neighbors(ContrastiveMethod):
             torch.cat([z1, z2]),
             edge_index=self.positives,
             edge_weight=self.positive_weights(h1, h2).to(z1.dtype),
-            temperature=self.temperature,
-            num_keys=self.num_keys,
-            matmul_dtype=self.matmul_dtype,
+            **self.loss_options(),
         )
 
 
@@ -244,15 +272,16 @@ class Homophily(Neighbors):
     saliency (Li et al., KDD 2023) in its hard limit, which stops pulling together
     neighbors that the embedding already separates."""
 
+    Options = HomophilyOptions
+
     def __init__(self, config: NodeConfig, **context) -> None:
         super().__init__(config, **context)
-        integer(1, self.num_nodes)(config.clusters, "clusters")
-        self.clusters = config.clusters
+        integer(1, self.num_nodes)(self.options.clusters, "homophily.clusters")
         # the nodes at the ends of each positive edge
         self.register_buffer("positive_nodes", self.positives % self.num_nodes, persistent=False)
 
     def positive_weights(self, h1, h2):
-        labels = cluster_labels(0.5 * (h1 + h2), self.clusters)
+        labels = cluster_labels(0.5 * (h1 + h2), self.options.clusters)
         ends = labels[self.positive_nodes]
         return self.positive_weight * (ends[0] == ends[1])  # a node's own views: always kept
 
@@ -263,6 +292,7 @@ class CallableObjective(ContrastiveMethod):
     with the encoder."""
 
     name = "callable"
+    Options = HeadOptions  # the objective's own options are its own business
 
     def __init__(self, config: NodeConfig, objective: Callable, **context) -> None:
         super().__init__(config, **context)

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch_geometric.transforms import Compose
 
-from ..adaptive_views import AdaptiveDropEdge, AdaptiveMaskFeatures
+from ..._checks import one_of
+from ..adaptive_views import CENTRALITIES, AdaptiveDropEdge, AdaptiveMaskFeatures
 from ..config import NodeConfig
 from ..views import View
 from .base import register_method
-from .contrastive import Grace
+from .contrastive import Grace, InfoNCEOptions
+from .options import option
 
 CUT_OFF = 0.7  # p_τ, the authors' code's for both views and both augmentations
+
+
+@dataclass(frozen=True)
+class GCAOptions(InfoNCEOptions):
+    """What the adaptive views read a node's importance off."""
+
+    centrality: str = option("degree", one_of(*CENTRALITIES))
 
 
 @register_method("gca")
@@ -29,18 +40,20 @@ class GCA(Grace):
     The centralities are the whole graph's: no mini-batches, no ``torchrun``.
     """
 
+    Options = GCAOptions
     minibatch = False
     spans_ranks = False
 
     def default_views(
         self, config: NodeConfig, generator: torch.Generator | None = None
     ) -> tuple[View, View]:
+        centrality = self.options.centrality
         # the features first: their importance is read off the whole graph, not the dropped one
         return tuple(
             Compose(
                 [
-                    AdaptiveMaskFeatures(config.drop_feature[v], CUT_OFF, config.centrality),
-                    AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, config.centrality),
+                    AdaptiveMaskFeatures(config.drop_feature[v], CUT_OFF, centrality),
+                    AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, centrality),
                 ]
             )
             for v in (0, 1)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, sort_edge_index
 
+from ..._checks import integer, optional
+from ..._checks import temperature as temperature_check
 from ...losses import GraphACLLoss
 from ..config import NodeConfig
 from .base import NodeMethod, ViewBatch, register_method
-from .target import TargetEncoder, predictor
+from .options import option
+from .target import TargetEncoder, TargetOptions, predictor
 
 
 def sample_neighbors(edge_index: Tensor, num_nodes: int, samples: int) -> Tensor:
@@ -36,6 +41,20 @@ def sample_neighbors(edge_index: Tensor, num_nodes: int, samples: int) -> Tensor
     return torch.stack([source[chosen], target[chosen]])
 
 
+# GraphACL's neighbors and negatives drawn per node and step: its authors draw 5 to 10, each
+# one N more pairs a step
+MAX_SAMPLES = 1024
+
+
+@dataclass(frozen=True)
+class GraphACLOptions(TargetOptions):
+    """The loss's temperature, and ``samples_per_node``: the neighbors and negatives drawn
+    per node and step (``None``: all of them)."""
+
+    temperature: float = option(0.4, temperature_check)
+    samples_per_node: int | None = option(5, optional(integer(1, MAX_SAMPLES)))
+
+
 @register_method("graphacl")
 class GraphACL(NodeMethod):
     r"""GraphACL (Xiao et al., *Simple and Asymmetric Graph Contrastive Learning without
@@ -57,17 +76,19 @@ class GraphACL(NodeMethod):
     graph. Mini-batches: the neighbors are a batch's sampled ones, the negatives its seeds.
     """
 
+    Options = GraphACLOptions
     reads_graph = True
 
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
         super().__init__(config, encoder=encoder, **context)
-        self.samples_per_node = config.samples_per_node
+        options = self.options
+        self.samples_per_node = options.samples_per_node
         self.self_loops = config.self_loops
         self.predictor = predictor(
-            self.dim, config.predictor_hidden, config.predictor_layers, "relu"
+            self.dim, options.predictor_hidden, options.predictor_layers, "relu"
         )
-        self.loss = GraphACLLoss(config.temperature)
-        self.target = TargetEncoder(encoder, config.ema_decay, cosine=config.ema_cosine)
+        self.loss = GraphACLLoss(options.temperature)
+        self.target = TargetEncoder(encoder, options.ema_decay, cosine=options.ema_cosine)
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
         view = batch.views[0]  # one view: GraphACL needs no augmentation

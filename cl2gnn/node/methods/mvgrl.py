@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
 from torch_geometric.nn.inits import reset
 from torch_geometric.transforms import Compose
 
+from ..._checks import integer
 from ...losses import LocalGlobalLoss
 from ..config import NodeConfig
 from ..encoders.features import permute_rows
-from ..inputs import takes_edge_weight
 from ..encoders.graph_encoder import GraphEncoder
+from ..encoders.own import takes_edge_weight
 from ..views import Diffusion, View
 from .base import NodeMethod, ViewBatch, register_method
+from .options import MethodOptions, option
 
 ALPHA = 0.2  # the authors' teleport probability
 
@@ -63,6 +65,13 @@ class MVGRLEncoder(torch.nn.Module):
         return self.encoder(x, edge_index, edge_weight=edge_weight) + on_diffusion
 
 
+@dataclass(frozen=True)
+class MVGRLOptions(MethodOptions):
+    """The in-edges per node kept of the diffusion."""
+
+    diffusion_k: int = option(32, integer(1))
+
+
 @register_method("mvgrl")
 class MVGRL(NodeMethod):
     r"""MVGRL (Hassani & Khasahmadi, *Contrastive Multi-View Representation Learning on
@@ -91,6 +100,7 @@ class MVGRL(NodeMethod):
     no ``torchrun``.
     """
 
+    Options = MVGRLOptions
     minibatch = False
 
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
@@ -100,7 +110,7 @@ class MVGRL(NodeMethod):
                 "encoder: MVGRL's diffusion view is weighted: the encoder's forward must take "
                 "edge_weight="
             )
-        self.diffusion = Diffusion(ALPHA, k=config.diffusion_k)
+        self.diffusion = Diffusion(ALPHA, k=self.options.diffusion_k)
         self.diffusion_encoder = copy.deepcopy(encoder)
         reset(self.diffusion_encoder)
         self.loss = LocalGlobalLoss(self.dim)

@@ -1,6 +1,7 @@
 """A node-level run's state as the checkpoint it resumes from (``checkpoint.pt``, beside
-``encoder.pt``): what continues the run exactly (:meth:`~cl2gnn.node.training.trainer.Trainer.state_dict`
-and the losses so far) and what identifies it (method, configuration, seed, graph, encoder),
+``encoder.pt``): what continues the run exactly
+(:meth:`~cl2gnn.node.training.trainer.Trainer.state_dict` and the losses so far) and what identifies
+it (method, configuration, seed, graph, encoder),
 written complete or not at all, read with ``weights_only=True`` and checked field by field
 before anything is loaded."""
 
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from torch_geometric.data import Data
 
 from ..._files import atomic_path
 from ..config import NodeConfig, config_from_dict
+from ..methods import check_options
 
 if TYPE_CHECKING:
     from .trainer import Trainer
@@ -146,10 +147,16 @@ def check_identity(state: dict, identity: dict, config: NodeConfig) -> None:
     saved = config_from_dict(state["config"]) if isinstance(state.get("config"), dict) else None
     if saved is None:
         raise ValueError("config: missing")
+    check_options(saved.options)
+    before, now = saved.as_dict(), config.as_dict()
+
+    def shown(values: dict, name: str) -> str:
+        return repr(values[name]) if name in values else "the method's default"
+
     changed = [
-        f"{f.name}={getattr(saved, f.name)!r} (this run: {getattr(config, f.name)!r})"
-        for f in fields(NodeConfig)
-        if f.name != "epochs" and getattr(saved, f.name) != getattr(config, f.name)
+        f"{name}={shown(before, name)} (this run: {shown(now, name)})"
+        for name in dict.fromkeys([*before, *now])
+        if name != "epochs" and before.get(name) != now.get(name)
     ]
     if changed:
         raise ValueError(

@@ -15,11 +15,11 @@ from tqdm.auto import tqdm
 
 from ..._checks import integer
 from ...distributed import rank_and_world
-from .checkpoint import resume_run, run_checkpoint, run_identity, write_checkpoint
 from ..config import NodeConfig
+from ..result import TrainResult
+from .checkpoint import resume_run, run_checkpoint, run_identity, write_checkpoint
 from .fullbatch import FullBatchTrainer
 from .minibatch import MinibatchTrainer
-from ..result import TrainResult
 from .trainer import Trainer
 
 LOG_SECONDS = 1.0  # the losses are read back from the device at most this often

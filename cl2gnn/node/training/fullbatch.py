@@ -5,14 +5,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..methods import ViewBatch
 from ..encoders.propagation import ViewGraphs
+from ..methods import ViewBatch
 from .trainer import Trainer
 
 
 class FullBatchTrainer(Trainer):
-    """:class:`~cl2gnn.node.training.trainer.Trainer` on the whole graph: an epoch is one step on two
-    augmented views of it (GRACE's training); :meth:`embed` runs the frozen encoder on the
+    """:class:`~cl2gnn.node.training.trainer.Trainer` on the whole graph: an epoch is one step
+    on two augmented views of it (GRACE's training); :meth:`embed` runs the frozen encoder on the
     clean graph, called as PyG's models are: ``encoder(x, edge_index[, edge_weight])`` (or as
     the method embeds, :meth:`~cl2gnn.node.methods.NodeMethod.embed`)."""
 

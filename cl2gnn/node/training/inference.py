@@ -35,11 +35,11 @@ def layerwise_embeddings(
 ) -> Tensor:
     """The encoder's output on the whole graph, layer by layer, at the cost of one
     full-graph forward: each layer's linear map once for every node (by batches of
-    ``batch_size`` rows; :meth:`~cl2gnn.node.encoders.graph_encoder.GraphEncoder.shared_map`), then the
-    rows of ``batch_size`` target nodes at a time from their in-edges (the CSC graph
+    ``batch_size`` rows; :meth:`~cl2gnn.node.encoders.graph_encoder.GraphEncoder.shared_map`),
+    then the rows of ``batch_size`` target nodes at a time from their in-edges (the CSC graph
     ``sampler`` holds, e.g. the one of :func:`full_neighborhood`) weighted by the whole
-    graph's ``degree`` (from :meth:`~cl2gnn.node.encoders.graph_encoder.GraphEncoder.degree`; GCN and
-    GraphSAGE need it) — so every row equals the full-graph forward's, and the memory is
+    graph's ``degree`` (from :meth:`~cl2gnn.node.encoders.graph_encoder.GraphEncoder.degree`;
+    GCN and GraphSAGE need it) — so every row equals the full-graph forward's, and the memory is
     that of the layer's input, its linear map and its output for all nodes. Where the map
     widens the features, the batch's propagated inputs are mapped instead (the same
     product, fewer columns to propagate). Under a process group each rank computes an

@@ -42,12 +42,12 @@ from ...distributed.launch import stream_seed
 from ...graphs import neighbor_loader
 from ..config import NodeConfig
 from ..encoders.features import is_sparse, prepare_features
-from .inference import full_neighborhood, layerwise_embeddings
-from ..inputs import checked_output
+from ..encoders.graph_encoder import first_rows
+from ..encoders.own import checked_output, has_inference
+from ..encoders.propagation import ValuedGraph, ViewGraphs
 from ..methods import ViewBatch
 from ..methods.contrastive import ContrastiveMethod
-from ..encoders.graph_encoder import first_rows
-from ..encoders.propagation import ValuedGraph, ViewGraphs
+from .inference import full_neighborhood, layerwise_embeddings
 from .sampler import SeedBatches
 from .trainer import Trainer
 
@@ -79,30 +79,6 @@ def trimmed(graph: Tensor, rows: list[int]) -> tuple[Tensor, ...]:
     return tuple(first_rows(graph, r, c) for r, c in zip(rows, columns, strict=True))
 
 
-def fan_outs(config: NodeConfig, encoder: torch.nn.Module) -> tuple[int, ...]:
-    """The in-neighbors sampled per node at each hop for ``encoder``: one fan-out per layer
-    where the encoder declares its depth (``num_layers``, as PyG's ``BasicGNN`` and the
-    built-in encoder do; :meth:`NodeConfig.fan_outs`), else ``config.num_neighbors`` as
-    given; ``ValueError`` where they disagree or cannot be known."""
-    depth = getattr(encoder, "num_layers", None)
-    if isinstance(depth, int) and not isinstance(depth, bool) and depth >= 1:
-        return config.fan_outs(depth)
-    if config.num_neighbors is None:
-        raise ValueError(
-            "NodeConfig.num_neighbors: the encoder declares no depth (num_layers), so the hops "
-            "to sample are unknown: give one fan-out per layer it has, e.g. num_neighbors=(10, 10)"
-        )
-    return config.num_neighbors
-
-
-def has_inference(encoder: torch.nn.Module) -> bool:
-    """Whether ``encoder`` embeds a large graph by its own ``inference(loader, device)``
-    (PyG's ``BasicGNN``: layer by layer over full one-hop neighborhoods, where its read-out
-    is the last layer's)."""
-    reads_last = getattr(encoder, "jk_mode", None) in (None, "last")  # PyG's jk="cat": none
-    return callable(getattr(encoder, "inference", None)) and reads_last
-
-
 class MinibatchTrainer(Trainer):
     """:class:`~cl2gnn.node.training.trainer.Trainer` on mini-batches: the neighbor loader over this
     rank's :class:`SeedBatches`, the encoder and method under DDP in a process group, and
@@ -113,7 +89,8 @@ class MinibatchTrainer(Trainer):
     built-in encoder's by layer-wise inference (equal to its full-graph forward), any other
     encoder's by its own ``inference(loader, device)`` where it has one (PyG's
     ``BasicGNN``'s, over full one-hop neighborhoods), else by one full-graph forward. The
-    sampler takes one hop per layer of the encoder (:func:`fan_outs`).
+    sampler takes one hop per layer of the encoder
+    (:func:`~cl2gnn.node.training.plan.sampled_hops`).
     """
 
     def __init__(
@@ -128,8 +105,6 @@ class MinibatchTrainer(Trainer):
     ) -> None:
         rank, world = rank_and_world()
         integer(1)(config.batch_size, "batch_size")
-        if data.get("edge_weight") is not None:
-            raise ValueError("data.edge_weight: mini-batch training samples no edge weights")
         n = data.num_nodes
         # a batch's seeds are its negatives: no sampled keys; under torchrun they span ranks
         distributed = config.distributed if world > 1 else None
@@ -165,9 +140,7 @@ class MinibatchTrainer(Trainer):
             self.model = DistributedDataParallel(self.model)
         torch.manual_seed(stream_seed(seed, RANK_STREAM, rank))
         graph = Data(x=self.x, edge_index=data.edge_index, num_nodes=n)
-        self.loader = neighbor_loader(
-            graph, fan_outs(config, self.encoder), batch_sampler=self.batches
-        )
+        self.loader = neighbor_loader(graph, self.plan.fan_outs, batch_sampler=self.batches)
         self.steps_per_epoch = len(self.batches)
         if self.builtin or has_inference(self.encoder):
             self.one_hop = full_neighborhood(self.loader.node_sampler)

@@ -12,36 +12,18 @@ import torch
 from torch import Tensor
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform, Compose, NormalizeFeatures
+from torch_geometric.transforms import Compose
 
 from ..._validation import values_unread
 from ...distributed.launch import _first_line as first_line
 from ..config import NodeConfig
 from ..encoders.features import with_column_mask
-from ..inputs import check_encoder, check_graph, check_view, output_width, takes_edge_weight
-from ..methods import REGISTRY, EncoderInput, NodeMethod, ViewBatch, make_method, method_type
 from ..encoders.graph_encoder import GraphEncoder
+from ..encoders.own import feature_transform, output_width
+from ..inputs import check_view
+from ..methods import EncoderInput, NodeMethod, ViewBatch, make_method
 from ..views import View, view_masks, view_pair
-
-
-def check_method_graph(cls: type[NodeMethod], data: Data) -> None:
-    """What a method that takes the input graph's edges as positives (``reads_graph``) needs
-    of the graph: edges, without weights."""
-    if not cls.reads_graph:
-        return
-    if data.get("edge_weight") is not None:
-        raise ValueError(
-            f"data.edge_weight: method {cls.name!r} takes the input graph's edges as "
-            "positives, which carry no weights"
-        )
-    if data.num_edges == 0:
-        methods = ", ".join(repr(n) for n, c in REGISTRY.items() if not c.reads_graph)
-        raise ValueError(
-            f"data.edge_index: method {cls.name!r} takes the input graph's edges as positives, "
-            "and the graph has none (every loss term would be empty): give it edges (e.g. a "
-            "kNN graph of the features, cl2gnn.graphs.knn_graph(data.x, k=10)) or train a "
-            f"method that needs none ({methods})"
-        )
+from .plan import check_run
 
 
 class EncoderAndMethod(torch.nn.Module):
@@ -54,77 +36,6 @@ class EncoderAndMethod(torch.nn.Module):
 
     def forward(self, batch: ViewBatch) -> Tensor:
         return self.method(self.encoder, batch)
-
-
-# GraphEncoder's arguments, each from a configuration field: what the built-in encoder reads
-ENCODER_ARGUMENTS = {
-    "out_channels": "out_channels",
-    "activation": "activation",
-    "conv": "encoder",
-    "layers": "layers",
-    "hidden_channels": "hidden_channels",
-    "out_activation": "out_activation",
-    "batch_norm": "batch_norm",
-    "self_loops": "self_loops",
-    "readout": "embedding",
-    "normalize_features": "normalize_features",
-}
-# the fields something else reads too: GraphACL's neighbors include the node itself
-# (self_loops), and the row normalisation is a data transform before an encoder of one's own
-# (feature_transform)
-READ_BEYOND_THE_ENCODER = ("self_loops", "normalize_features")
-# the fields only the built-in encoder reads: an encoder of one's own would ignore them
-BUILTIN_ONLY = tuple(
-    field for field in ENCODER_ARGUMENTS.values() if field not in READ_BEYOND_THE_ENCODER
-)
-
-
-def builtin_encoder(in_dim: int, config: NodeConfig) -> GraphEncoder:
-    """The built-in encoder a configuration describes."""
-    arguments = {name: getattr(config, field) for name, field in ENCODER_ARGUMENTS.items()}
-    return GraphEncoder(in_dim, **arguments)
-
-
-def check_own_encoder_config(config: NodeConfig) -> None:
-    """Refuse, beside an encoder of one's own, the built-in encoder's fields
-    (:data:`BUILTIN_ONLY`) away from their defaults: they would be ignored."""
-    defaults = NodeConfig()
-    changed = [
-        f"{field}={getattr(config, field)!r}"
-        for field in BUILTIN_ONLY
-        if getattr(config, field) != getattr(defaults, field)
-    ]
-    if changed:
-        raise ValueError(
-            f"NodeConfig.{', '.join(changed)}: fields of the built-in encoder, which encoder= "
-            "replaces (yours would ignore them): leave them at their defaults, as "
-            "default_config(data, method, encoder=encoder) makes them"
-        )
-
-
-def feature_transform(config: NodeConfig, encoder: torch.nn.Module) -> BaseTransform | None:
-    """What a run applies to a graph before ``encoder`` reads it: the configuration's row
-    normalisation (PyG's ``NormalizeFeatures``, ``normalize_features``) where the encoder does
-    not normalise itself (an encoder of one's own); ``None`` for the built-in encoder, which
-    normalises inside and is called on ``data.x`` as it is."""
-    normalises = isinstance(encoder, GraphEncoder) and encoder.normalize_features
-    return NormalizeFeatures() if config.normalize_features and not normalises else None
-
-
-def check_matmul_dtype(
-    config: NodeConfig, method: NodeMethod, device: str | torch.device, distributed: str | None
-) -> None:
-    """``config.matmul_dtype`` where it applies: a method whose loss is the exact InfoNCE
-    (``takes_matmul_dtype``), its tiles on the CPU, in one process."""
-    if config.matmul_dtype is None:
-        return
-    where = f"matmul_dtype={config.matmul_dtype!r}: "
-    if not method.takes_matmul_dtype:
-        raise ValueError(f"{where}method {method.name!r} has no exact InfoNCE tiles to multiply")
-    if torch.device(device).type != "cpu":
-        raise ValueError(f"{where}the CPU tiles' products; on {device} leave it None")
-    if distributed is not None:
-        raise ValueError(f"{where}a run of one process (the negatives across ranks are exact)")
 
 
 def library_view(view: View) -> bool:
@@ -142,12 +53,13 @@ class Trainer:
 
     ``encoder``: any ``torch.nn.Module`` called as ``encoder(x, edge_index)`` (with
     ``edge_weight=`` where the graph has weights) returning ``[N, d]`` (checked at every
-    call), given ``data.x`` after :attr:`transform` (:func:`feature_transform`), with the
-    built-in encoder's fields at their defaults (:func:`check_own_encoder_config`); ``None``:
+    call), given ``data.x`` after :attr:`transform`
+    (:func:`~cl2gnn.node.encoders.own.feature_transform`); ``None``:
     the built-in :class:`~cl2gnn.node.GraphEncoder` of ``config``. ``augment``: one view
     (``Data -> Data``, a PyG transform) for both, a pair, or ``None`` (the configuration's
     edge dropping and feature masking); a view not made of the library's own has its output
-    checked (:func:`~cl2gnn.node.inputs.check_view`: its edges in range).
+    checked (:func:`~cl2gnn.node.inputs.check_view`: its edges in range). The run is
+    checked first, every rule at once (:func:`~cl2gnn.node.training.plan.check_run`).
 
     Subclasses define :meth:`epoch` (one pass over the nodes; the mean loss, a 0-dim tensor
     left on the device) and
@@ -167,25 +79,16 @@ class Trainer:
         distributed: str | None = None,
         mask_generator: torch.Generator | None = None,
     ) -> None:
-        check_graph(data)
-        if not isinstance(config, NodeConfig):
-            raise ValueError(f"config must be a NodeConfig, got {type(config).__name__}")
+        self.plan = check_run(
+            data, method, config, encoder=encoder, device=device, distributed=distributed
+        )
         self.config, self.device = config, device
         self.data, self.seed, self.mask_generator = data, seed, mask_generator
         self.edge_weight = data.get("edge_weight")
         self.builtin = encoder is None
-        check_method_graph(method_type(method), data)
         seed_everything(seed)
         if self.builtin:
-            encoder = builtin_encoder(data.num_features, config)
-        else:
-            check_encoder(encoder)
-            check_own_encoder_config(config)
-            if self.edge_weight is not None and not takes_edge_weight(encoder):
-                raise ValueError(
-                    "data.edge_weight: the encoder's forward takes no edge_weight argument; "
-                    "remove the weights or accept edge_weight="
-                )
+            encoder = GraphEncoder.from_config(data.num_features, config)
         self.transform = feature_transform(config, encoder)
         if self.builtin:
             dim = config.out_channels
@@ -201,7 +104,6 @@ class Trainer:
             distributed=distributed,
             encoder=self.encoder,
         )
-        check_matmul_dtype(config, self.method, device, distributed)
         self.views = view_pair(augment, self.method.default_views(config, mask_generator))
         self.model = EncoderAndMethod(self.encoder, self.method).to(device)
         self.label = getattr(self.method, "label", self.method.name)
@@ -224,8 +126,8 @@ class Trainer:
         """``view`` of the graph ``(x, edge_index)`` (and the whole graph's weights) as the
         encoder reads it. The built-in encoder reads ``prepared`` (``x`` as
         :meth:`~cl2gnn.node.GraphEncoder.prepare` made it) and the propagation graph from
-        ``graphs`` (:class:`~cl2gnn.node.encoders.propagation.ViewGraphs`): a view made of edge drops
-        and column masks is drawn as its masks (:func:`~cl2gnn.node.views.view_masks`), the
+        ``graphs`` (:class:`~cl2gnn.node.encoders.propagation.ViewGraphs`): a view made of edge
+        drops and column masks is drawn as its masks (:func:`~cl2gnn.node.views.view_masks`), the
         column mask kept apart for the first layer's weight and the kept edges zeroing the
         dropped entries of a fixed structure; any other encoder reads the view's ``Data``.
         The output of a view of one's own is checked first
@@ -269,7 +171,8 @@ class Trainer:
     def loss(self, batch: ViewBatch) -> Tensor:
         """The method's loss on ``batch``. Its inputs were checked where they entered (the
         graph, the views' edges), so the losses' value-reading checks, each a wait for the
-        device, are skipped: a non-finite loss stops :func:`~cl2gnn.node.training.fit.fit` instead."""
+        device, are skipped: a non-finite loss stops :func:`~cl2gnn.node.training.fit.fit`
+        instead."""
         with values_unread():
             return self.model(batch)
 

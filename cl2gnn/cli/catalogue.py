@@ -1,0 +1,43 @@
+"""The names the ``cl2gnn`` command offers (its choices and its ``--help``), without torch:
+each is the library's own, repeated here so that the command answers ``--help`` and an
+argument error before torch loads, and tied to its source by a test
+(``tests/test_cli.py``: every name here equals the library's)."""
+
+from __future__ import annotations
+
+# cl2gnn.datasets: the graphs cl2gnn reads, and the generated graphs' presets
+EMBEDDED = "digits-knn"
+PYG_DATASETS = ("Cora", "CiteSeer", "PubMed", "Computers", "Photo", "CS", "Physics", "WikiCS")
+HETEROPHILOUS = (
+    "actor",
+    "chameleon",
+    "chameleon-filtered",
+    "cornell",
+    "texas",
+    "wisconsin",
+    "minesweeper",
+)
+DATASETS = (EMBEDDED, *PYG_DATASETS, *HETEROPHILOUS)
+GRAPH_PRESETS = ("arxiv", "products")
+# cl2gnn.graphs: the kNN tiles' precisions
+KNN_TILE_PRECISIONS = ("full", "tf32", "bf16")
+# cl2gnn.node: the configuration's choices, the protocols, method auto
+ENCODERS = ("gcn", "sage", "gat")
+EMBEDDINGS = ("last", "concat", "layers")
+PROTOCOLS = ("grace", "gca", "public", "splits")
+AUTO = "auto"
+MATMUL_DTYPES = ("bfloat16",)
+# cl2gnn.vision: the image commands' choices
+IMAGE_DATASETS = ("digits", "cifar10", "cifar100", "folder")
+ARCHS = ("resnet18", "resnet50", "convnet")
+KERNELS = ("laplacian", "exp0.5", "sum", "concat")
+# cl2gnn.studies: the simulator's studies
+STUDY_NAMES = (
+    "message-passing",
+    "proposition2",
+    "proposition3",
+    "spectral-clustering",
+    "neural-kernel",
+    "new-designs",
+    "oversmoothing",
+)
