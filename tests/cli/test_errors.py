@@ -298,7 +298,7 @@ def test_an_output_that_would_replace_an_input_is_refused_nothing_written(
 ):
     """Paths compared as the file system resolves them (relative, ``..``, symbolic links):
     one line naming the output and the input, exit 2, every file as it was."""
-    from .test_node_data import graph_arrays
+    from ..datasets.test_node_data import graph_arrays
 
     np.savez(tmp_path / "G.npz", **graph_arrays())
     (tmp_path / "RUN" / "seed_0").mkdir(parents=True)

@@ -17,7 +17,7 @@ import torch
 from cl2gnn.apps import cmdline
 from cl2gnn.node.names import METHODS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib", "sklearn")
 TINY = ["--subset", "64", "--batch-size", "32", "--epochs", "1", "--no-progress"]
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from ._ranks import free_port
+from .._ranks import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LAUNCHES = int(os.environ.get("CL2GNN_EXIT_LAUNCHES", "50"))
 COMMAND = ["-m", "cl2gnn", "simclr", "--subset", "48", "--batch-size", "24", "--epochs", "1"]
 OPTIONS = ["--no-progress", "--device", "cpu"]

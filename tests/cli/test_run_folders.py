@@ -22,7 +22,7 @@ from cl2gnn import _files
 from cl2gnn.apps import cmdline
 
 TINY = ["--subset", "64", "--batch-size", "32", "--epochs", "1", "--no-progress"]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def simclr(argv):
@@ -291,7 +291,7 @@ def graph(tmp_path) -> list[str]:
     """``--dataset`` options of a 40-node graph with 3 shipped splits (3 seeds), one epoch."""
     import numpy as np
 
-    from .test_node_data import graph_arrays
+    from ..datasets.test_node_data import graph_arrays
 
     path = tmp_path / "G.npz"
     np.savez(path, **graph_arrays(splits=3))

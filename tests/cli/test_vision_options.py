@@ -8,8 +8,8 @@ import torch
 
 from cl2gnn.apps import pretrain
 
-from . import reference as ref
-from .test_vision import load_example
+from .. import reference as ref
+from ..vision.test_vision import load_example
 
 B, DIM, TAU = 6, 4, 0.5
 

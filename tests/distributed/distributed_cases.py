@@ -1,5 +1,5 @@
 """The objectives that span ranks, each as a case run both on several gloo processes (by
-``tests/test_distributed.py``'s workers) and on one process over the concatenated batch.
+``tests/distributed/test_distributed.py``'s workers) and on one process over the concatenated batch.
 
 Every input's first dimension is the natural sample; rank ``r`` holds the samples
 ``SIZES[world][r]`` after those of the ranks before it, so the positives (the views of a

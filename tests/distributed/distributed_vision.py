@@ -1,5 +1,6 @@
-"""The image SSL pipeline on several gloo processes: what ``tests/test_distributed.py``'s
-workers record about it (the tests compare with one process there).
+"""The image SSL pipeline on several gloo processes: what
+``tests/distributed/test_distributed.py``'s workers record about it (the tests compare
+with one process there).
 
 * one DDP step of an ``SSLNet`` with global batch normalisation and a distributed SimCLR
   objective (with kNN positives from the global batch in gather mode, which ring mode

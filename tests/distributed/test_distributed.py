@@ -15,9 +15,9 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
+from .._ranks import free_port
 from . import distributed_cases as cases
 from . import distributed_vision as vision
-from ._ranks import free_port
 
 WORLDS = sorted(cases.SIZES)
 

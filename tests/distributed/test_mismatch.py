@@ -15,7 +15,7 @@ import torch.distributed as dist
 from cl2gnn.losses import InfoNCELoss, SpectralContrastiveLoss
 from cl2gnn.nn import UniformAttention
 
-from .test_distributed_promises import _spawn
+from .test_promises import _spawn
 
 TIMEOUT = 20.0  # the group's; a mismatch caught by the library takes well under it
 # (label, what rank 0 calls, what rank 1 calls)

@@ -7,7 +7,7 @@
   tile width; gather mode, measured alike, holds tensors that grow like ``n × N``.
   SimCLR's kNN positives over the global batch refuse ring mode.
 * (Every operator's forward, a step usable as a layer, has the single-process gradient on
-  2 and 3 gloo ranks: ``tests/test_distributed.py``'s step cases.)
+  2 and 3 gloo ranks: ``tests/distributed/test_distributed.py``'s step cases.)
 * A rank whose input is invalid (NaN, a graph out of range) does not leave the others
   waiting in a collective: every rank raises the same error, naming that rank.
 """
@@ -28,8 +28,8 @@ from torch.utils._pytree import tree_flatten
 
 from cl2gnn.losses import InfoNCELoss, SpectralContrastiveLoss
 
+from .._ranks import free_port
 from . import distributed_cases as cases
-from ._ranks import free_port
 
 SMALL_TILE = cases.TILINGS["small tiles"]
 # samples per rank: rank 0's the same, the other's (and N) changing, N of 12 to 54 rows

@@ -1,7 +1,7 @@
 """Scale-out keeps its promises (issue 31): counts in half precision across ranks, datasets
 prepared once under a process group, the other ranks waiting for rank 0's probe beyond the
 process group's timeout, and the image trainer's per-rank augmentation streams, which never
-coincide (the node trainer's: tests/test_node_minibatch.py).
+coincide (the node trainer's: tests/node/test_minibatch.py).
 
 The multi-process tests run 2 gloo processes on the CPU."""
 
@@ -17,7 +17,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-from ._ranks import free_port
+from .._ranks import free_port
 
 f64 = torch.float64
 

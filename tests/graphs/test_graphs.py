@@ -17,7 +17,7 @@ from cl2gnn.graphs import (
 )
 from cl2gnn.nn import AlignConv
 
-from . import reference as ref
+from .. import reference as ref
 
 BACKENDS = ["torch"] + (["faiss"] if faiss_available() else [])
 

@@ -377,7 +377,7 @@ def test_knn_build_checks_each_precision_and_names_the_default(monkeypatch):
     reduced one with its share of rows searched again, and the default's choice named."""
     from pathlib import Path
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import knn_build
 
     rows = knn_build.run_knn([300], 8, 5, "cpu", 300, 0, ["full", "bf16"], 64)

@@ -23,7 +23,7 @@ from cl2gnn.losses import (
 )
 from cl2gnn.nn import AlignConv, MultiStageMemory, UniformAttention
 
-from . import reference as ref
+from .. import reference as ref
 
 f64 = torch.float64
 

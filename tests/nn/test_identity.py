@@ -17,8 +17,8 @@ from cl2gnn.nn import (
     UniformAttention,
 )
 
-from . import reference as ref
-from .conftest import identity_error, random_graph
+from .. import reference as ref
+from ..conftest import identity_error, random_graph
 
 f64 = torch.float64
 TOL = 1e-10

@@ -12,7 +12,7 @@ import torch.multiprocessing as mp
 
 from cl2gnn.nn import MultiStageMemory
 
-from ._ranks import free_port
+from .._ranks import free_port
 
 NUM_SAMPLES, DIM, STAGES = 16, 3, 3
 

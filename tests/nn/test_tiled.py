@@ -19,7 +19,7 @@ from cl2gnn.nn import tiled as tiled_module
 from cl2gnn.nn import uniform as uniform_module
 from cl2gnn.nn.tiled import tiled_logsumexp, tiled_row_logsumexp
 
-from . import reference as ref
+from .. import reference as ref
 
 
 def value_and_grad(fn, x):

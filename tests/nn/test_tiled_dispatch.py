@@ -19,7 +19,7 @@ from cl2gnn.nn import contrastive_norm as contrastive_norm_module
 from cl2gnn.nn import uniform as uniform_module
 from cl2gnn.nn.tiled import tiled_row_logsumexp
 
-from . import reference as ref
+from .. import reference as ref
 
 CUDA, CPU = torch.device("cuda"), torch.device("cpu")
 F32 = torch.float32

@@ -89,7 +89,7 @@ print(json.dumps(errors))
 @pytest.fixture(scope="module")
 def interpreted_errors():
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
         [sys.executable, "-c", WORKER, json.dumps(CASES)],
         env=env,

@@ -12,7 +12,7 @@ from torch_geometric.data import Data
 from cl2gnn.node import AdaptiveDropEdge, AdaptiveMaskFeatures, NodeConfig, make_method
 from cl2gnn.node.adaptive_views import node_centrality
 
-from .conftest import random_graph
+from ..conftest import random_graph
 
 CENTRALITIES = ("degree", "pagerank", "eigenvector")
 P, P_MAX = 0.3, 0.7

@@ -336,7 +336,7 @@ def test_one_verdict_from_the_library_the_command_and_the_benchmarks(
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
     try:
         import _node_args
     finally:

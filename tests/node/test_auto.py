@@ -14,7 +14,7 @@ from cl2gnn.node import auto as node_auto
 from cl2gnn.node import config as node_config
 from cl2gnn.node.auto import choose_method
 
-from .test_scaleout import _join, _spawn
+from ..distributed.test_scaleout import _join, _spawn
 
 SMALL = dict(out_channels=8, hidden_channels=16, proj_hidden=8, predictor_hidden=8, epochs=15)
 

@@ -2,7 +2,7 @@
 batch's rows (one row on a rank), equal one process on the union in float64 — the loss's
 value (the mean over ranks), its gradient on each rank's rows (``world_size ×`` the
 single-process one) and, averaged over ranks as DDP does, on a shared linear layer's weights.
-The reference is the float64 loop over the formula (tests/test_node_methods_field.py)."""
+The reference is the float64 loop over the formula (tests/node/test_methods_field.py)."""
 
 import pytest
 import torch
@@ -10,8 +10,8 @@ import torch
 from cl2gnn.losses import cca_ssg_loss
 from cl2gnn.node import NodeConfig
 
-from . import _ranks
-from .test_node_methods_field import cca_ssg_reference
+from .. import _ranks
+from .test_methods_field import cca_ssg_reference
 
 LAMBDAS = (0.0, 0.5)  # the invariance alone; with the decorrelation's Grams
 

@@ -4,7 +4,7 @@ the loss's value (the mean over ranks), its gradient on each rank's rows (``worl
 the single-process one) and, averaged over ranks as DDP does, on a shared linear layer's
 weights. The cross-correlation is the ranks' summed ``Z1ᵀZ2`` over the global ``N``: a
 mean of the ranks' own cross-correlations (reduce, then divide by each rank's rows) fails.
-The reference is the float64 loop over the formula (tests/test_node_zoo.py)."""
+The reference is the float64 loop over the formula (tests/node/test_methods_zoo.py)."""
 
 import pytest
 import torch
@@ -12,8 +12,8 @@ import torch
 from cl2gnn.losses import barlow_twins_loss
 from cl2gnn.node import NodeConfig
 
-from . import _ranks
-from .test_node_zoo import barlow_twins_reference
+from .. import _ranks
+from .test_methods_zoo import barlow_twins_reference
 
 LAMBDAS = (None, 0.5)  # the authors' 1/d; another weight
 

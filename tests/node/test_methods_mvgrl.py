@@ -17,7 +17,7 @@ from cl2gnn.node import Diffusion, NodeConfig, train_node_model
 from cl2gnn.node.features import permute_rows
 from cl2gnn.node.trainer import builtin_encoder
 
-from .conftest import random_graph
+from ..conftest import random_graph
 
 f64 = torch.float64
 

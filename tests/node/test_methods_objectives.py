@@ -15,8 +15,8 @@ import torch
 from cl2gnn.node import METHODS, REGISTRY
 from cl2gnn.node.methods import ContrastiveMethod
 
-from . import reference as ref
-from .conftest import node_method
+from .. import reference as ref
+from ..conftest import node_method
 
 N, TAU, KNN_K, NEIGHBOR_WEIGHT = 6, 0.5, 2, 0.75  # 0.75: exact in the float32 buffer
 # h: two tight clusters of three nodes (the homophily method's k-means recovers them)

@@ -23,7 +23,7 @@ from cl2gnn.node.minibatch import MinibatchTrainer
 from cl2gnn.node.models import GraphEncoder
 from cl2gnn.node.sampler import SeedBatches
 
-from ._ranks import free_port
+from .._ranks import free_port
 
 
 def small_graph(num_nodes=400, num_classes=4, seed=0):

@@ -17,8 +17,8 @@ from cl2gnn.node import fullbatch as node_fullbatch
 from cl2gnn.node import trainer as node_trainer
 from cl2gnn.node.methods import contrastive as node_methods
 
-from . import reference as ref
-from .conftest import node_method
+from .. import reference as ref
+from ..conftest import node_method
 
 CONFIG = default_config("digits-knn").with_overrides(epochs=2)
 

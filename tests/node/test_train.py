@@ -259,7 +259,7 @@ def dense_neighbor_infonce(z1, z2, graph, tau, lam, keep):
     """InfoNCE over the 2N stacked views whose positives are each node's other view (weight
     1) and, for the edges ``keep(i, j)`` accepts, the neighbor's other view (weight λ),
     Ā-normalised: a dense brute force in float64."""
-    from .reference import sym_normalized
+    from ..reference import sym_normalized
 
     n = z1.size(0)
     adj = torch.zeros(2 * n, 2 * n, dtype=z1.dtype)
@@ -276,8 +276,8 @@ def dense_neighbor_infonce(z1, z2, graph, tau, lam, keep):
 
 
 def test_neighbors_objective_equals_weighted_positive_infonce():
-    from .conftest import node_method
-    from .reference import f64
+    from ..conftest import node_method
+    from ..reference import f64
 
     gen = torch.Generator().manual_seed(1)
     n, d, tau, lam = 7, 5, 0.4, 0.5
@@ -297,8 +297,8 @@ def test_neighbors_objective_equals_weighted_positive_infonce():
 def test_homophily_objective_keeps_only_same_cluster_neighbors():
     # two clear groups of encoder outputs and one edge between them: with 2 clusters the
     # loss is the neighbors' InfoNCE without that edge
-    from .conftest import node_method
-    from .reference import f64
+    from ..conftest import node_method
+    from ..reference import f64
 
     gen = torch.Generator().manual_seed(2)
     n, d, tau, lam = 7, 5, 0.4, 0.5

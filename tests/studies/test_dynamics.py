@@ -12,7 +12,7 @@ import cl2gnn.apps.dynamics.proposition2 as proposition2
 from cl2gnn.apps.cli import main
 from cl2gnn.apps.dynamics import STUDIES, run_study
 
-from . import reference as ref
+from .. import reference as ref
 
 
 def test_message_passing_alignment_collapses_uniformity_spreads_contrastive_separates(tmp_path):

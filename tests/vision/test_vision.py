@@ -16,7 +16,7 @@ from cl2gnn.vision.models import SSLNet
 from cl2gnn.vision.objectives import SimCLRObjective
 from cl2gnn.vision.train import PretrainConfig, Pretrainer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("channels", [1, 3])
