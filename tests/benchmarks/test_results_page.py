@@ -2,21 +2,20 @@
 
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import _results
-import results_page
+from ._scripts import CONFIGS, SCRIPTS, load, path, script_command
+
+_results = load("_results")
+results_page = load("results_page")
 
 
 @pytest.fixture
 def results(tmp_path, monkeypatch):
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
     # a table's command defaults to the process's: a benchmark's here, not pytest's
-    script = Path(_results.__file__).with_name("loss_kernels.py")
-    monkeypatch.setattr(sys, "argv", [str(script), "gemm", "--n", "64"])
+    monkeypatch.setattr(sys, "argv", [str(path("loss_kernels")), "gemm", "--n", "64"])
     return tmp_path / "results"
 
 
@@ -30,7 +29,7 @@ def test_page_groups_tables_by_topic_in_order(results, tmp_path):
         ["graph", "x|y"],
         [["actor", "1|2"]],
         notes="validation ranks",
-        command="python benchmarks/node_select.py c.json",
+        command=f"{script_command('node_select')} c.json",
     )
     _results.save_table("a_node", "Node classification", "Cora", ["m", "s"], [["grace", None]])
     _results.save_table("c_ops", "Operators", "Contract", ["check", "error"], [["align", 1e-16]])
@@ -42,7 +41,7 @@ def test_page_groups_tables_by_topic_in_order(results, tmp_path):
     assert f"## {_results.TOPICS['Scale']}" not in page  # no table, no section
     # within a topic, by file name; every table with its title, command, machine, date, notes
     assert page.index("### Cora") < page.index("### Heterophilous")
-    assert "Command: `python benchmarks/node_select.py c.json`" in page
+    assert f"Command: `{script_command('node_select')} c.json`" in page
     assert page.count("Machine: ") == 4 and page.count("date: ") == 4
     assert "validation ranks" in page
     assert "| actor | 1\\|2 |" in page  # a | inside a cell does not split it
@@ -103,13 +102,13 @@ def test_a_line_over_300_characters_is_refused_naming_its_file(results):
     ("command", "named"),
     [
         ("python benchmarks/no_such.py --seeds 3", "benchmarks/no_such.py: no such script"),
-        ("python benchmarks/node_select.py c.json --max-minutes 9", "--max-minutes: no such"),
-        ("python benchmarks/loss_kernels.py gemm --n 1, then the same with --nope", "--nope: no"),
-        ("python benchmarks/large_steps.py profile --steps 2", "profile: no such subcommand"),
+        (f"{script_command('node_select')} c.json --max-minutes 9", "--max-minutes: no such"),
+        (f"{script_command('loss_kernels')} gemm --n 1, then the same with --nope", "--nope: no"),
+        (f"{script_command('large_steps')} profile --steps 2", "profile: no such subcommand"),
         ("cl2gnn node --dataset Cora --hidden-size 4", "cl2gnn --hidden-size: no such option"),
-        ("python benchmarks/image_ssl.py variants --extra --subsett 9", "--subsett: no such"),
-        ("python benchmarks/node_reproduce.py table --authors /work/a.json", "outside the"),
-        ("CL2GNN_DATA=../data python benchmarks/image_ssl.py variants", "outside the"),
+        (f"{script_command('image_ssl')} variants --extra --subsett 9", "--subsett: no such"),
+        (f"{script_command('node_reproduce')} table --authors /work/a.json", "outside the"),
+        (f"CL2GNN_DATA=../data {script_command('image_ssl')} variants", "outside the"),
     ],
 )
 def test_a_command_today_s_scripts_lack_is_refused(results, command, named):
@@ -120,10 +119,10 @@ def test_a_command_today_s_scripts_lack_is_refused(results, command, named):
 
 def test_the_commands_options_found_in_today_s_scripts_pass():
     for command in (
-        "python benchmarks/node_select.py benchmarks/configs/default_candidates.json --splits 3",
-        "torchrun --nproc_per_node=2 benchmarks/large_end_to_end.py run --preset products",
-        "python benchmarks/image_ssl.py variants --dataset digits --extra --subset 64",
-        "git worktree add /tmp/before ce9fd04 && python benchmarks/node_speed_trees.py --trees "
+        f"{script_command('node_select')} {CONFIGS['default_candidates']} --splits 3",
+        f"torchrun --nproc_per_node=2 {SCRIPTS['large_end_to_end']} run --preset products",
+        f"{script_command('image_ssl')} variants --dataset digits --extra --subset 64",
+        f"git worktree add /tmp/before ce9fd04 && {script_command('node_speed_trees')} --trees "
         "/tmp/before .",
         "cl2gnn node --dataset Cora --seeds 2",
     ):

@@ -1,12 +1,10 @@
 """benchmarks/_runner.py: a long benchmark stopped part-way carries on where it stopped."""
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from _runner import Journal
+from ._scripts import load
+
+Journal = load("_runner").Journal
 
 
 def tasks(measured: list, keys=("a", "b", "c")):

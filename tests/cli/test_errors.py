@@ -20,7 +20,7 @@ from cl2gnn.apps import cmdline
 from cl2gnn.apps.cli import main
 from cl2gnn.apps.dynamics import STUDIES, run_study
 
-HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib", "sklearn")
+from .._tool_errors import HEAVY_MODULES
 
 
 def run_cl2gnn(args, cwd, **env):

@@ -1,11 +1,11 @@
-"""The image commands and the benchmarks fail like tools on bad input: ``prog: error: ...`` on one
-stderr line naming the option, exit status 2, no traceback, nothing written — argument
-errors before torch is imported — and a run writes its outputs only whole."""
+"""The image commands fail like tools on bad input: ``prog: error: ...`` on one stderr line
+naming the option, exit status 2, no traceback, nothing written — argument errors before
+torch is imported — and a run writes its outputs only whole. (The benchmark scripts':
+tests/benchmarks/test_script_errors.py.)"""
 
 import importlib
 import json
 import os
-import runpy
 import subprocess
 import sys
 import zipfile
@@ -15,15 +15,13 @@ import pytest
 import torch
 
 from cl2gnn.apps import cmdline
-from cl2gnn.node.names import METHODS
 
-ROOT = Path(__file__).resolve().parents[2]
-HEAVY_MODULES = ("torch", "torch_geometric", "torchvision", "faiss", "matplotlib", "sklearn")
+from .._tool_errors import assert_one_line_naming, heavy_imports, run_in_process
+
 TINY = ["--subset", "64", "--batch-size", "32", "--epochs", "1", "--no-progress"]
 
-# (script, arguments, what the message must name); OUT stands for tmp_path/out, which holds
-# the user's file.txt, CONFIGS for a shipped configuration list
-CONFIGS = str(ROOT / "benchmarks" / "configs" / "cora_public.json")
+# (command, arguments, what the message must name); OUT stands for tmp_path/out, which holds
+# the user's file.txt
 ARGUMENT_ERRORS = [
     ("cl2gnn simclr", ["--epochs", "0"], "--epochs"),
     ("cl2gnn simclr", ["--epochs", "-1"], "--epochs"),
@@ -70,188 +68,41 @@ ARGUMENT_ERRORS = [
         "--warmup-stages",
     ),
     ("cl2gnn simsiam", ["--memory-dtype", "float16"], "--memory-dtype"),
-    ("benchmarks/image_ssl.py", ["nope"], "'nope'"),
-    ("benchmarks/image_ssl.py", ["throughput", "--steps", "0"], "--steps"),
-    ("benchmarks/image_ssl.py", ["throughput", "--batch-size", "1"], "--batch-size"),
-    ("benchmarks/image_ssl.py", ["throughput", "--arch", "vit"], "--arch"),
-    ("benchmarks/image_ssl.py", ["throughput", "--json", "OUT"], "--json"),
-    ("benchmarks/image_ssl.py", ["throughput", "--profile", "OUT"], "--profile"),
-    ("benchmarks/image_ssl.py", ["variants", "--epochs", "0"], "--epochs"),
-    ("benchmarks/image_ssl.py", ["variants", "--dataset", "nope"], "--dataset"),
-    ("benchmarks/image_ssl.py", ["variants", "--dataset", "folder"], "--data-root"),
-    ("benchmarks/image_ssl.py", ["variants", "--extra", "--subset", "1"], "--subset"),
-    ("benchmarks/image_ssl.py", ["variants", "--extra", "--temperature", "0"], "--temperature"),
-    ("benchmarks/loss_kernels.py", ["nope"], "'nope'"),
-    ("benchmarks/infonce_scale.py", ["infonce", "--sizes", "64", "1"], "--sizes"),
-    ("benchmarks/knn_build.py", ["--k", "0"], "--k"),
-    ("benchmarks/knn_build.py", ["--sizes", "8", "--k", "8"], "--k"),
-    ("benchmarks/knn_build.py", ["--device", "gpu0"], "--device"),
-    ("benchmarks/knn_build.py", ["--precisions", "fp8"], "--precisions"),
-    ("benchmarks/knn_build.py", ["--tile-size", "0"], "--tile-size"),
-    ("benchmarks/fullgraph_step.py", ["--device", "gpu0"], "--device"),
-    ("benchmarks/loss_kernels.py", ["gemm", "--save", "../results"], "--save"),
-    ("benchmarks/loss_kernels.py", ["gemm", "--tile", "0"], "--tile"),
-    ("benchmarks/loss_kernels.py", ["saved", "--tau", "0"], "--tau"),
-    ("benchmarks/loss_kernels.py", ["keys", "--n", "64", "--keys", "8", "64"], "--keys"),
-    ("benchmarks/loss_kernels.py", ["keys", "--n", "65", "--keys", "64"], "--keys"),  # 64 rows
-    ("benchmarks/loss_kernels.py", ["spectral", "--n", "1"], "--n"),
-    ("benchmarks/infonce_scale.py", ["scale", "--impls", "cuda"], "--impls"),
-    ("benchmarks/infonce_scale.py", ["scale", "--impls", "triton", "--device", "cpu"], "--impls"),
-    ("benchmarks/fullgraph_step.py", ["--json", "OUT"], "--json"),
-    ("benchmarks/distributed.py", ["--procs", "0"], "--procs"),
-    ("benchmarks/distributed.py", ["--views", "0"], "--views"),
-    ("benchmarks/distributed.py", ["--views", "100", "--procs", "3"], "--views"),
-    ("benchmarks/distributed.py", ["--methods", "nope"], "--methods"),
-    ("benchmarks/distributed.py", ["--name", "../x"], "--name"),
-    ("benchmarks/node_sweep.py", [], "configs"),
-    ("benchmarks/node_sweep.py", ["OUT/missing.json"], "missing.json"),
-    ("benchmarks/node_sweep.py", ["OUT/file.txt"], "file.txt: not JSON"),
-    ("benchmarks/node_sweep.py", ["CONFIGS", "--seeds", "0"], "--seeds"),
-    ("benchmarks/node_sweep.py", ["CONFIGS", "--dataset", "nope"], "--dataset"),
-    ("benchmarks/node_sweep.py", ["CONFIGS", "--dataset", "OUT/missing.npz"], "--dataset"),
-    ("benchmarks/node_sweep.py", ["CONFIGS", "--out", "OUT"], "--out"),
-    ("benchmarks/node_epochs.py", [], "--report"),  # neither configs nor --report
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--report", "OUT/file.txt"], "--report"),
-    ("benchmarks/node_epochs.py", ["--report", "OUT/missing.jsonl"], "--report"),
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--every", "0"], "--every"),
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--seeds", "-1"], "--seeds"),
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--dataset", "cora2"], "--dataset"),
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--out", "OUT/file.txt/x.jsonl"], "--out"),
-    ("benchmarks/node_readout.py", ["--methods", "nope"], "--methods"),
-    ("benchmarks/node_readout.py", ["--seeds", "0"], "--seeds"),
-    ("benchmarks/node_readout.py", ["--hops", "1", "0"], "--hops"),
-    ("benchmarks/node_readout.py", ["--dataset", "nope"], "--dataset"),
-    ("benchmarks/node_transfer.py", ["--methods", "nope"], "--methods"),
-    ("benchmarks/node_transfer.py", ["--seeds", "0"], "--seeds"),
-    ("benchmarks/node_transfer.py", ["--homophily", "0.5", "1.5"], "--homophily"),
-    ("benchmarks/node_transfer.py", ["--plot", "OUT/plot.txt"], "--plot"),
-    ("benchmarks/node_transfer.py", ["--plot", "OUT/file.txt/p.png"], "--plot"),
-    ("benchmarks/node_transfer.py", ["--out", "OUT"], "--out"),
-    ("benchmarks/node_transfer.py", ["--report", "OUT/missing.jsonl"], "--report"),
-]
-# a configuration list's entries, checked while parsing: (file content, what the line names);
-# the fields' own checks are cl2gnn.node.config.check_field's (tested with NodeConfig): here
-# one bad value of each kind, named with its file and entry
-CONFIG_ERRORS = [
-    (
-        '[{"method": "grace", "out_channels": 0}]',
-        "entry 1: NodeConfig.out_channels must be an integer in [1, 16384], got 0",
-    ),
-    (
-        '[{"method": "grace"}, {"method": "nope"}]',
-        f"entry 2: method must be one of {', '.join(METHODS)},",
-    ),
-    ('[{"method": "grace"}, {"out_channels": 8}]', "entry 2: method must be one of"),
-    ('[{"method": "grace", "hiden": 256}]', "entry 1: NodeConfig has no field 'hiden'"),
-    (
-        '[{"method": "grace", "drop_edge": [0.2, 1.5]}]',
-        "entry 1: NodeConfig.drop_edge must be a probability in [0, 1] or two of them",
-    ),
-    (
-        '[{"method": "grace", "temperature": "0.5"}]',
-        "entry 1: NodeConfig.temperature must be a number in (0, 100], got '0.5'",
-    ),
-    ('[{"method": "grace", "encoder": "gin"}]', "entry 1: NodeConfig.encoder must be one of"),
-    (
-        '[{"method": "grace", "normalize_features": 1}]',
-        "entry 1: NodeConfig.normalize_features must be true or false",
-    ),
-    (
-        '[{"method": "grace", "num_neighbors": [10, 0]}]',
-        "entry 1: NodeConfig.num_neighbors must be a list of integers in [1, 2147483647] or -1",
-    ),
-    (  # the fields together: one fan-out per layer
-        '[{"method": "grace", "layers": 2, "num_neighbors": [10, 10, 10]}]',
-        "entry 1: NodeConfig.num_neighbors needs one fan-out per layer (2)",
-    ),
-    ('{"method": "grace"}', "must hold a non-empty JSON list"),
-    ("[]", "must hold a non-empty JSON list"),
-    ('[{"method": "grace",', "not JSON"),
 ]
 # refused after parsing, by torch (imported for the question): no CUDA, or too few devices
 DEVICE_ERRORS = [
     ("cl2gnn simclr", ["--device", "cuda:99", *TINY]),
     ("cl2gnn simsiam", ["--device", "cuda:99", *TINY]),
-    ("benchmarks/image_ssl.py", ["throughput", "--arch", "convnet", "--device", "cuda:99"]),
-    ("benchmarks/image_ssl.py", ["variants", "--extra", "--device", "cuda:99"]),
-    (
-        "benchmarks/infonce_scale.py",
-        ["scale", "--impls", "tiled", "--sizes", "2", "--device", "cuda:99"],
-    ),
-    ("benchmarks/knn_build.py", ["--sizes", "20", "--k", "2", "--device", "cuda:99"]),
-    ("benchmarks/fullgraph_step.py", ["--nodes", "20", "--device", "cuda:99"]),
 ]
 if not torch.cuda.is_available():
-    DEVICE_ERRORS += [
-        ("cl2gnn simclr", ["--device", "cuda", *TINY]),
-        ("benchmarks/distributed.py", ["--device", "cuda", "--procs", "1", "--views", "2"]),
-    ]
+    DEVICE_ERRORS += [("cl2gnn simclr", ["--device", "cuda", *TINY])]
 
 
-def case_id(script, args, *_):
-    return " ".join([Path(script).name if script.endswith(".py") else script, *args])
+def case_id(command, args, *_):
+    return " ".join([command, *args])
 
 
 def concrete(args, out):
-    """``args`` with OUT and CONFIGS filled in."""
-    return [arg.replace("OUT", str(out)).replace("CONFIGS", CONFIGS) for arg in args]
-
-
-def prog_of(script, args):
-    """The ``prog`` argparse names: the script, and the subcommand where it has them."""
-    if not script.endswith(".py"):  # a command of cl2gnn's
-        return script
-    name = Path(script).name
-    subcommands = name in ("image_ssl.py", "infonce_scale.py", "loss_kernels.py")
-    subcommands = subcommands and args[0] != "nope"
-    return f"{name} {args[0]}" if subcommands else name
+    """``args`` with OUT filled in."""
+    return [arg.replace("OUT", str(out)) for arg in args]
 
 
 @pytest.fixture
 def out(tmp_path, monkeypatch):
     """tmp_path as the working folder, with OUT/file.txt the user's; a run that gets past
-    the checks fails the test instead of training, and a results table would land in
-    tmp_path, not the repository."""
+    the checks fails the test instead of training."""
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "out"
     folder.mkdir()
     (folder / "file.txt").write_text("the user's")
     monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # their `from _results import`
-    import _results
-
-    monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
 
     def started(*args, **kwargs):
         raise AssertionError("the run started: the arguments were accepted")
 
     monkeypatch.setattr("cl2gnn.apps.pretrain._run", started)
-    monkeypatch.setattr("cl2gnn.node.load_node_dataset", started)  # every node script's first
     return folder
-
-
-def run_script(script, args, monkeypatch):
-    """``python script args`` or ``cl2gnn command args``, in this process (the script's or
-    the package's __main__): its exit status."""
-    if script.endswith(".py"):
-        monkeypatch.setattr(sys, "argv", [str(ROOT / script), *args])
-    else:
-        monkeypatch.setattr(sys, "argv", [*script.split(), *args])
-    with pytest.raises(SystemExit) as exit_info:
-        if script.endswith(".py"):
-            runpy.run_path(str(ROOT / script), run_name="__main__")
-        else:
-            runpy.run_module("cl2gnn", run_name="__main__")
-    return exit_info.value.code
-
-
-def assert_one_line_naming(code, stderr, prog, named):
-    lines = stderr.splitlines()
-    assert code == 2, stderr
-    assert len(lines) == 1, stderr
-    assert lines[0].startswith(f"{prog}: error: ") and named in lines[0], lines[0]
-    assert "Traceback" not in stderr
 
 
 @pytest.mark.parametrize(
@@ -261,127 +112,27 @@ def test_argument_error_is_one_line_exit_2_nothing_written(
     out, capsys, monkeypatch, script, args, named
 ):
     args = concrete(args, out)
-    code = run_script(script, args, monkeypatch)
-    assert_one_line_naming(code, capsys.readouterr().err, prog_of(script, args), named)
+    code = run_in_process(script, args, monkeypatch)
+    assert_one_line_naming(code, capsys.readouterr().err, script, named)
     assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
-
-
-BENCHMARKS = sorted(p.name for p in (ROOT / "benchmarks").glob("[!_]*.py"))
-
-
-@pytest.mark.parametrize("name", BENCHMARKS)
-def test_every_benchmark_refuses_an_unknown_option_in_one_line(out, capsys, monkeypatch, name):
-    """Each script's parser fails like a tool (none is argparse's own, whose error prints
-    the usage block too), before any work."""
-    code = run_script(f"benchmarks/{name}", ["--no-such-option"], monkeypatch)
-    lines = capsys.readouterr().err.splitlines()
-    assert code == 2 and len(lines) == 1, lines
-    assert lines[0].startswith(f"{name}: error: "), lines[0]
-    assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
-
-
-def test_adversarial_refuses_a_word_naming_no_category(out, capsys, monkeypatch):
-    """A word that selects no category is an error, not an empty run."""
-    code = run_script("benchmarks/adversarial.py", ["checkpoints", "nosuchcategory"], monkeypatch)
-    assert_one_line_naming(code, capsys.readouterr().err, "adversarial.py", "nosuchcategory")
-
-
-@pytest.mark.parametrize("script", ["benchmarks/node_sweep.py", "benchmarks/node_epochs.py"])
-@pytest.mark.parametrize(("content", "named"), CONFIG_ERRORS, ids=[c for c, _ in CONFIG_ERRORS])
-def test_configuration_list_checked_entry_by_entry(
-    out, capsys, monkeypatch, script, content, named
-):
-    """Before the first training: a bad tenth entry must not wait for nine runs."""
-    configs = out / "configs.json"
-    configs.write_text(content)
-    code = run_script(script, [str(configs)], monkeypatch)
-    err = capsys.readouterr().err
-    assert_one_line_naming(code, err, Path(script).name, f"argument configs: {configs}: {named}")
-    assert sorted(p.name for p in out.parent.rglob("*")) == ["configs.json", "file.txt", "out"]
-
-
-@pytest.mark.parametrize("script", ["benchmarks/node_epochs.py", "benchmarks/node_transfer.py"])
-@pytest.mark.parametrize(
-    ("content", "named"),
-    [
-        ("the user's\n", "line 1 is not JSON"),
-        ('{"dataset": "x"}\n', "line 1 has no "),
-        ("", "no records"),
-    ],
-    ids=["not JSON", "not a record", "empty"],
-)
-def test_report_of_a_file_it_did_not_write_names_the_file(
-    out, capsys, monkeypatch, script, content, named
-):
-    report = out / "results.jsonl"
-    report.write_text(content)
-    args = ["--report", str(report)]
-    if script.endswith("node_transfer.py"):
-        args += ["--plot", str(out / "plot.png")]
-    code = run_script(script, args, monkeypatch)
-    assert_one_line_naming(code, capsys.readouterr().err, Path(script).name, f"{report}: {named}")
-    assert sorted(p.name for p in out.iterdir()) == ["file.txt", "results.jsonl"]
-
-
-def test_dataset_without_a_public_split_refused_before_training(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    monkeypatch.setattr("cl2gnn.apps.node.run_node", lambda *a, **k: pytest.fail("trained"))
-    args = [CONFIGS, "--dataset", "digits-knn", "--out", str(tmp_path / "runs" / "r.jsonl")]
-    code = run_script("benchmarks/node_sweep.py", args, monkeypatch)
-    assert_one_line_naming(code, capsys.readouterr().err, "node_sweep.py", "no public split")
-    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize(
     ("script", "args"), [pytest.param(*c, id=case_id(*c)) for c in DEVICE_ERRORS]
 )
 def test_unusable_device_refused_before_any_work(out, capsys, monkeypatch, script, args):
-    code = run_script(script, args, monkeypatch)
-    assert_one_line_naming(code, capsys.readouterr().err, prog_of(script, args), "--device")
+    code = run_in_process(script, args, monkeypatch)
+    assert_one_line_naming(code, capsys.readouterr().err, script, "--device")
     assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
 
 
 def test_argument_errors_import_no_heavy_module(tmp_path):
-    """What keeps them fast: torch alone takes seconds to import. The heavy modules are
-    blocked in a fresh interpreter, so that a case whose check is missing fails at its
-    first heavy import (naming the case) instead of starting a run."""
+    """What keeps them fast: torch alone takes seconds to import."""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "file.txt").write_text("the user's")
-
-    def path(script):
-        return str(ROOT / script) if script.endswith(".py") else script
-
-    cases = [
-        (path(script), concrete(args, tmp_path / "out")) for script, args, _ in ARGUMENT_ERRORS
-    ]
-    configs = tmp_path / "configs.json"
-    configs.write_text(CONFIG_ERRORS[0][0])
-    cases += [(str(ROOT / "benchmarks/node_sweep.py"), [str(configs)])]
-    cases += [(path(script), ["--help"]) for script in {c[0] for c in ARGUMENT_ERRORS}]
-    code = (
-        "import runpy, sys\n"
-        f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
-        f"sys.modules.update(dict.fromkeys({HEAVY_MODULES!r}))  # import raises ImportError\n"
-        "imported = []\n"
-        f"for script, args in {cases!r}:\n"
-        "    sys.argv = [script, *args] if script.endswith('.py') else [*script.split(), *args]\n"
-        "    try:\n"
-        "        if script.endswith('.py'):\n"
-        "            runpy.run_path(script, run_name='__main__')\n"
-        "        else:\n"
-        "            runpy.run_module('cl2gnn', run_name='__main__')\n"
-        "    except SystemExit:\n"
-        "        pass\n"
-        "    except ImportError as error:\n"
-        "        imported.append(f'{script} {args}: {error}')\n"
-        "print(imported)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
-    )
-    assert result.stdout.splitlines()[-1] == "[]"
+    cases = [(command, concrete(args, tmp_path / "out")) for command, args, _ in ARGUMENT_ERRORS]
+    cases += [(command, ["--help"]) for command in sorted({c[0] for c in ARGUMENT_ERRORS})]
+    assert heavy_imports(cases, tmp_path) == []
 
 
 @pytest.mark.parametrize("args", [["--epochs", "0"], ["--batch-size", "0"]], ids=" ".join)
@@ -572,87 +323,3 @@ def test_batch_must_split_over_the_torchrun_processes(capsys, monkeypatch):
         load_example("simsiam")["parse"](["--batch-size", "64"])
     assert exit_info.value.code == 2
     assert "argument --batch-size: must be a multiple of the 3 processes" in capsys.readouterr().err
-
-
-def test_merge_with_an_unreadable_results_file_fails_before_measuring(out, capsys, monkeypatch):
-    results = out.parent / "results"
-    results.mkdir()
-    (results / "distributed_infonce.json").write_text('{"rows": [[8192, 1, "ring"')
-    args = ["--merge", "--procs", "1", "--views", "2", "--repeats", "1"]
-    code = run_script("benchmarks/distributed.py", args, monkeypatch)
-    err = capsys.readouterr().err
-    assert_one_line_naming(code, err, "distributed.py", "distributed_infonce.json")
-    assert "cannot merge" in err
-
-
-def test_node_benchmark_entries_are_checked_by_the_library(monkeypatch):
-    """A configuration list's fields go through ``check_field``: every field of
-    ``NodeConfig`` is accepted at its default (as JSON holds it), a bad one is refused with
-    the library's own message."""
-    import argparse
-
-    from cl2gnn.node import NodeConfig
-    from cl2gnn.node.config import check_field
-
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import _node_args
-
-    _node_args.check_entry(json.loads(json.dumps({"method": "grace", **NodeConfig().as_dict()})))
-    with pytest.raises(argparse.ArgumentTypeError) as refused:
-        _node_args.check_entry({"method": "grace", "layers": 0})
-    with pytest.raises(ValueError) as expected:
-        check_field("layers", 0)
-    assert str(refused.value) == str(expected.value)
-
-
-TRANSFER_ROWS = [
-    {
-        "dataset": f"csbm-h{h}",
-        "nodes": 2000,
-        "embedding": name,
-        "accuracy_mean": a,
-        "accuracy_std": 1,
-    }
-    for h in (0.9, 0.3)
-    for name, a in (("raw features", 50), ("grace", 70))
-]
-
-
-@pytest.mark.parametrize("fails", [False, True], ids=["whole", "write fails"])
-def test_transfer_plot_appears_only_whole(out, capsys, monkeypatch, fails):
-    import matplotlib.figure
-
-    report = out / "results.jsonl"
-    report.write_text("".join(json.dumps(row) + "\n" for row in TRANSFER_ROWS))
-    if fails:
-        savefig = matplotlib.figure.Figure.savefig
-
-        def disk_full(self, path, **kwargs):
-            savefig(self, path, **kwargs)
-            Path(path).write_bytes(Path(path).read_bytes()[:100])
-            raise OSError(28, "No space left on device", str(path))
-
-        monkeypatch.setattr(matplotlib.figure.Figure, "savefig", disk_full)
-    plot = out / "plot.png"
-    args = ["--report", str(report), "--plot", str(plot)]
-    if fails:
-        code = run_script("benchmarks/node_transfer.py", args, monkeypatch)
-        assert_one_line_naming(code, capsys.readouterr().err, "node_transfer.py", "No space left")
-        assert sorted(p.name for p in out.iterdir()) == ["file.txt", "results.jsonl"]
-    else:
-        monkeypatch.setattr(sys, "argv", ["node_transfer.py", *args])
-        runpy.run_path(str(ROOT / "benchmarks/node_transfer.py"), run_name="__main__")
-        assert "| csbm-h0.9 | 2000 | 50.00 ± 1.00 | 70.00 ± 1.00 |" in capsys.readouterr().out
-        assert sorted(p.name for p in out.iterdir()) == ["file.txt", "plot.png", "results.jsonl"]
-        assert plot.read_bytes().startswith(b"\x89PNG")
-
-
-@pytest.mark.parametrize("args", [["--only", "nope"], ["--only", "dgi", "--table"]])
-def test_node_select_refuses_only_in_one_line_writing_nothing(out, capsys, monkeypatch, args):
-    """(node_select imports torch at the top, so it is not among ARGUMENT_ERRORS, whose
-    scripts must refuse their arguments before any heavy import.)"""
-    candidates = str(ROOT / "benchmarks/configs/default_candidates.json")
-    monkeypatch.chdir(out.parent)
-    code = run_script("benchmarks/node_select.py", [candidates, *args], monkeypatch)
-    assert_one_line_naming(code, capsys.readouterr().err, "node_select.py", "--only")
-    assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]

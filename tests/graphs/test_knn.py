@@ -370,20 +370,3 @@ def test_spherical_kmeans_refuses_bad_arguments():
         spherical_kmeans(x, 2, init=torch.randn(3, 3))
     with pytest.raises(ValueError, match="iterations"):
         spherical_kmeans(x, 2, iterations=0)
-
-
-def test_knn_build_checks_each_precision_and_names_the_default(monkeypatch):
-    """The benchmark's rows: each tile precision checked against float64 brute force, the
-    reduced one with its share of rows searched again, and the default's choice named."""
-    from pathlib import Path
-
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import knn_build
-
-    rows = knn_build.run_knn([300], 8, 5, "cpu", 300, 0, ["full", "bf16"], 64)
-    full, bf16, default = rows[:3]
-    assert full["exact_rows"] == bf16["exact_rows"] == default["exact_rows"] == 1.0
-    assert "rechecked_rows" not in full and 0 <= bf16["rechecked_rows"] <= 1
-    choice = "faiss" if _faiss.faiss_available() else "torch full"
-    assert default["method"].startswith(f"cl2gnn knn_graph default: {choice} ")
-    assert rows[3]["skipped"] == "N > --peers-max 0"

@@ -24,6 +24,8 @@ from cl2gnn.node import (
 )
 from cl2gnn.node.result import VERSION
 
+from ..benchmarks._scripts import load
+
 FAST = {
     "epochs": 3,
     "out_channels": 8,
@@ -333,14 +335,7 @@ def test_cli_save_and_embed(tmp_path, capsys):
 def test_one_verdict_from_the_library_the_command_and_the_benchmarks(
     field, value, flag, capsys, tmp_path
 ):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
-    try:
-        import _node_args
-    finally:
-        sys.path.pop(0)
+    _node_args = load("_node_args")
     with pytest.raises(ValueError, match=f"NodeConfig.{field}") as library:
         NodeConfig(**{field: value})
     out = tmp_path / "r.json"
