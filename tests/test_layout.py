@@ -23,6 +23,7 @@ WITHOUT_TESTS_FOLDER = {
 WITHOUT_PACKAGE_FOLDER = {
     "benchmarks": "the benchmark scripts' tests: benchmarks/ is beside the package",
     "cli": "cl2gnn/apps/'s commands (cl2gnn/cli/ after issue 55)",
+    "reliability": "an adversarial user's inputs, across the package, each in a forked child",
     "studies": "cl2gnn/apps/dynamics/ (cl2gnn/studies/ after issue 55)",
 }
 # a call or a child's code that puts a folder on sys.path

@@ -1,11 +1,14 @@
 """The benchmark scripts the tests import or run, by name: ONE table of where each lives.
 
-``benchmarks/`` is not a package, and its scripts import their helpers by bare name (``from
-_results import save_table``), as Python allows a script's neighbours. No test puts
-``benchmarks/`` on ``sys.path`` for that: a finder at the end of ``sys.meta_path`` resolves
-exactly the names of this table, each from its file (``importlib.util.spec_from_file_location``),
-and nothing else. Moving a script means changing its line here and nowhere else
-(``test_every_benchmark_file_is_in_the_table`` names a file the table misses)."""
+Moving a script means changing its line here and nowhere else
+(``test_the_table_holds_every_benchmark_file_and_only_those`` names a file the table
+misses). Where ``benchmarks/`` is a package (its scripts run as ``python -m
+benchmarks.<folder>.<script>``), a script is imported by its dotted name, as the repository's
+root is the tests' import root. Where it is not, its scripts import their helpers by bare
+name (``from _results import save_table``), as Python allows a script's neighbours: no test
+puts ``benchmarks/`` on ``sys.path`` for that; a finder at the end of ``sys.meta_path``
+resolves exactly the names of this table, each from its file
+(``importlib.util.spec_from_file_location``), and nothing else."""
 
 from __future__ import annotations
 
@@ -19,14 +22,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # module name -> path from the repository's root
 SCRIPTS = {
-    "_adversarial": "benchmarks/_adversarial.py",
-    "_adversarial_trust": "benchmarks/_adversarial_trust.py",
     "_large": "benchmarks/_large.py",
     "_node_args": "benchmarks/_node_args.py",
     "_operators": "benchmarks/_operators.py",
     "_results": "benchmarks/_results.py",
     "_runner": "benchmarks/_runner.py",
-    "adversarial": "benchmarks/adversarial.py",
     "depth": "benchmarks/depth.py",
     "distributed": "benchmarks/distributed.py",
     "epoch_counts": "benchmarks/epoch_counts.py",
@@ -63,6 +63,7 @@ CONFIGS = {
 }
 # the scripts a user runs (the helpers, named _*, are imported by them)
 COMMANDS = sorted(name for name in SCRIPTS if not name.startswith("_"))
+PACKAGE = (ROOT / "benchmarks" / "__init__.py").is_file()
 
 
 def path(name: str) -> Path:
@@ -70,9 +71,15 @@ def path(name: str) -> Path:
     return ROOT / (SCRIPTS[name] if name in SCRIPTS else CONFIGS[name])
 
 
+def dotted(name: str) -> str:
+    """Script ``name``'s module: ``benchmarks.speed.knn_build`` for its file
+    ``benchmarks/speed/knn_build.py``."""
+    return SCRIPTS[name].removesuffix(".py").replace("/", ".")
+
+
 def script_command(name: str) -> str:
-    """``python <its path from the root>``, as the results page's commands write it."""
-    return f"python {SCRIPTS[name]}"
+    """How the results page's commands start script ``name``."""
+    return f"python -m {dotted(name)}" if PACKAGE else f"python {SCRIPTS[name]}"
 
 
 class _TableFinder(importlib.abc.MetaPathFinder):
@@ -86,6 +93,8 @@ class _TableFinder(importlib.abc.MetaPathFinder):
 
 def load(name: str) -> ModuleType:
     """Script ``name`` imported as a module (its ``main`` not run), once per process."""
+    if PACKAGE:
+        return importlib.import_module(dotted(name))
     if name not in sys.modules or getattr(sys.modules[name], "__file__", None) != str(path(name)):
         spec = importlib.util.spec_from_file_location(name, path(name))
         module = importlib.util.module_from_spec(spec)
@@ -94,5 +103,5 @@ def load(name: str) -> ModuleType:
     return sys.modules[name]
 
 
-if not any(isinstance(finder, _TableFinder) for finder in sys.meta_path):
+if not PACKAGE and not any(isinstance(finder, _TableFinder) for finder in sys.meta_path):
     sys.meta_path.append(_TableFinder())

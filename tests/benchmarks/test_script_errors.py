@@ -196,12 +196,6 @@ def test_every_benchmark_refuses_an_unknown_option_in_one_line(out, capsys, monk
     assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
 
 
-def test_adversarial_refuses_a_word_naming_no_category(out, capsys, monkeypatch):
-    """A word that selects no category is an error, not an empty run."""
-    code = run_script("adversarial", ["checkpoints", "nosuchcategory"], monkeypatch)
-    assert_one_line_naming(code, capsys.readouterr().err, "adversarial.py", "nosuchcategory")
-
-
 @pytest.mark.parametrize("script", ["node_sweep", "node_epochs"])
 @pytest.mark.parametrize(("content", "named"), CONFIG_ERRORS, ids=[c for c, _ in CONFIG_ERRORS])
 def test_configuration_list_checked_entry_by_entry(

@@ -1,13 +1,8 @@
-"""Reliability, as an adversarial user would test it: crafted checkpoints, bad edges
-and features through the public API, crafted ``.npz`` files, output collisions and
-nonsense options, then every finding of issue 54 ("results you can trust", one category
-each, numbered as the issue numbers them: ``_adversarial_trust.py``). Each case runs in a
-forked child (a crash there is counted, not suffered; its memory capped) and is *clean* when
-refused with a ``ValueError`` (or the command's one-line exit 2) and nothing ran, crashed or
-was overwritten, or, where the case says so, when what it computes is right.
-
-    python benchmarks/adversarial.py            # prints category, tried, clean, failures
-    python benchmarks/adversarial.py npz opt    # the categories whose names hold a word
+"""An adversarial user's inputs, as the cases of tests/reliability/test_inputs.py: crafted
+checkpoints, bad edges and features through the public API, crafted ``.npz`` files, output
+collisions and nonsense options. A case is *clean* when refused with a ``ValueError`` (or
+the command's one-line exit 2) and nothing ran, crashed or was overwritten, or, where the
+case says so, when what it computes is right.
 
 The node entry points: ``train_node_model`` (``x``, edges) and the probe's check of the
 labels before training (``cl2gnn node``), which ``train_node_model`` does not read.
@@ -20,25 +15,15 @@ import inspect
 import io
 import math
 import os
-import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-import _adversarial_trust  # noqa: F401  (registers issue 54's categories, "1 ..." to "13 ...")
 import numpy as np
 import torch
 import torch.nn.functional as F
-from _adversarial import (  # benchmarks/ is the script's folder
-    CASES,
-    TINY,
-    case,
-    in_child,
-    refused,
-    simclr,
-)
 
-from cl2gnn.apps import cmdline
+from ._registry import TINY, case, refused, simclr
 
 # --- crafted checkpoints ---------------------------------------------------------------------
 
@@ -382,57 +367,3 @@ def option_cases() -> None:
 
 
 option_cases()
-
-
-def finding(category: str) -> int:
-    """Where ``category`` comes in the table: the categories above in their order (0), then
-    issue 54's by the number of the finding they begin with."""
-    number = category.split(" ", 1)[0]
-    return int(number) if number.isdigit() else 0
-
-
-def main() -> None:
-    torch.set_num_threads(1)
-    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("words", nargs="*", help="the categories whose names hold a word")
-    parser.add_argument(
-        "--save", action="store_true", help="also write the table (every category) to results/"
-    )
-    args = parser.parse_args()
-    words = args.words
-    unknown = [word for word in words if not any(word in category for category in CASES)]
-    if unknown:
-        parser.error(f"argument words: {unknown} name no category of {list(CASES)}")
-    if args.save and words:
-        parser.error("argument --save: the table of every category (give no words)")
-    print("| category | tried | clean | failures |\n|---|---|---|---|")
-    details, rows = [], []
-    for category, cases in sorted(CASES.items(), key=lambda item: finding(item[0])):
-        if words and not any(word in category for word in words):
-            continue
-        outcomes = [(name, in_child(run)) for name, run in cases]
-        bad = [(name, outcome) for name, outcome in outcomes if outcome != "clean"]
-        rows.append([category, len(outcomes), len(outcomes) - len(bad), len(bad)])
-        print("| " + " | ".join(map(str, rows[-1])) + " |")
-        details += [f"{category}: {name}: {outcome}" for name, outcome in bad]
-    print("\n".join(["", *details]) if details else "")
-    sys.stdout.flush()
-    if args.save:
-        from _results import save_table
-
-        save_table(
-            "reliability_adversarial",
-            "Reliability",
-            "An adversarial user's inputs: refused in one line, nothing crashed or overwritten",
-            ["category", "tried", "clean", "failures"],
-            rows,
-            notes="Each case in a forked child (memory capped), clean when refused with a "
-            "ValueError or the command's one-line exit 2 and nothing ran, crashed or was "
-            "overwritten, or, where the case says so, when what it computes is right. The "
-            "numbered categories are the findings of issue 54, as it numbers them."
-            + (" Not clean: " + "; ".join(details) if details else ""),
-        )
-
-
-if __name__ == "__main__":
-    main()

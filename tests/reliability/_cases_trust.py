@@ -1,7 +1,8 @@
-"""Issue 54's findings ("results you can trust") as ``adversarial.py``'s categories, one per
-finding, named by its number: a case is clean when the input is refused in one line (or a
-``ValueError``), or, where it says so, when what comes back is right (the embeddings a saved
-run reproduces, a folder a killed run leaves)."""
+"""Issue 54's findings ("results you can trust") as the adversarial cases of
+tests/reliability/test_trust.py, one category per finding, named by its number: a case is
+clean when the input is refused in one line (or a ``ValueError``), or, where it says so,
+when what comes back is right (the embeddings a saved run reproduces, a folder a killed run
+leaves)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _adversarial import TINY, case, command, refused, refused_in_one_line, simclr
+
+from ._registry import TINY, case, command, refused, refused_in_one_line, simclr
 
 N = 30  # the small graph's nodes
 SMALL = {"epochs": 2, "lr_warmup": 0}  # a short run (no warm-up longer than it: finding 2)

@@ -1,6 +1,7 @@
-"""The machinery of ``adversarial.py``: the registry of cases by category, each run in a
-forked child (a crash there is counted, not suffered; a case that would cost gigabytes
-meets a memory cap there instead of the machine), and what "refused" means."""
+"""The machinery of the adversarial cases (tests/reliability/): the registry of cases by
+category, each run in a forked child (a crash there is a failed test, not a dead worker; a
+case that would cost gigabytes meets a memory cap there instead of the machine), and what
+"refused" means."""
 
 from __future__ import annotations
 
@@ -8,12 +9,18 @@ import contextlib
 import io
 import os
 import resource
+import signal
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import torch
+
 CLEAN, FAILED = 0, 1
 CASES: dict[str, list[tuple[str, Callable[[Path], bool]]]] = {}
+# a case still running after this long is a hang: its child dies of SIGALRM (the slowest
+# case takes seconds)
+TIME_LIMIT = 300
 # a child may allocate this much beyond what it holds when forked: far more than any case
 # needs, far less than an allocation sized by a crafted number (8 GB for a label of 10**9)
 HEADROOM = 3 << 30
@@ -27,6 +34,16 @@ def case(category: str, name: str):
         return run
 
     return register
+
+
+def cases_of(module) -> list[tuple[str, str, Callable[[Path], bool]]]:
+    """``(category, name, run)`` of every case ``module`` registered, in its order."""
+    return [
+        (category, name, run)
+        for category, cases in CASES.items()
+        for name, run in cases
+        if run.__module__ == module.__name__
+    ]
 
 
 def refused(run: Callable[[], object]) -> bool:
@@ -89,6 +106,8 @@ def in_child(run: Callable[[Path], bool]) -> str:
     if pid == 0:
         code = FAILED
         try:
+            torch.set_num_threads(1)  # the parent's OpenMP pool did not survive the fork
+            signal.alarm(TIME_LIMIT)
             with contextlib.suppress(OSError, ValueError):  # no /proc: no cap
                 _cap_memory()
             with tempfile.TemporaryDirectory() as folder:
