@@ -1,7 +1,8 @@
-"""The scaffolding of the rank tests of a two-view loss (tests/test_cca_ssg_ranks.py,
-tests/test_gbt_ranks.py): gloo process groups whose ranks hold uneven shares of one float64
-batch, each rank's loss and gradients (the function's on its rows, the method's on a shared
-linear encoder's weights), and the check that they equal one process on the union."""
+"""The scaffolding of the rank tests of a two-view loss
+(tests/node/test_methods_cca_ssg_ranks.py, tests/node/test_methods_gbt_ranks.py): gloo
+process groups whose ranks hold uneven shares of one float64 batch, each rank's loss and
+gradients (the function's on its rows, the method's on a shared linear encoder's weights),
+and the check that they equal one process on the union."""
 
 import os
 import socket

@@ -1,0 +1,107 @@
+"""The benchmark scripts the tests import or run, by name: ONE table of where each lives.
+
+Moving a script means changing its line here and nowhere else
+(``test_the_table_holds_every_benchmark_file_and_only_those`` names a file the table
+misses). Where ``benchmarks/`` is a package (its scripts run as ``python -m
+benchmarks.<folder>.<script>``), a script is imported by its dotted name, as the repository's
+root is the tests' import root. Where it is not, its scripts import their helpers by bare
+name (``from _results import save_table``), as Python allows a script's neighbours: no test
+puts ``benchmarks/`` on ``sys.path`` for that; a finder at the end of ``sys.meta_path``
+resolves exactly the names of this table, each from its file
+(``importlib.util.spec_from_file_location``), and nothing else."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# module name -> path from the repository's root
+SCRIPTS = {
+    "_large": "benchmarks/_large.py",
+    "_node_args": "benchmarks/_node_args.py",
+    "_operators": "benchmarks/_operators.py",
+    "_results": "benchmarks/_results.py",
+    "_runner": "benchmarks/_runner.py",
+    "depth": "benchmarks/depth.py",
+    "distributed": "benchmarks/distributed.py",
+    "epoch_counts": "benchmarks/epoch_counts.py",
+    "epoch_profile": "benchmarks/epoch_profile.py",
+    "fullgraph_step": "benchmarks/fullgraph_step.py",
+    "image_ssl": "benchmarks/image_ssl.py",
+    "infonce_scale": "benchmarks/infonce_scale.py",
+    "knn_build": "benchmarks/knn_build.py",
+    "large_end_to_end": "benchmarks/large_end_to_end.py",
+    "large_inference": "benchmarks/large_inference.py",
+    "large_steps": "benchmarks/large_steps.py",
+    "large_training": "benchmarks/large_training.py",
+    "loss_kernels": "benchmarks/loss_kernels.py",
+    "minibatch_cora": "benchmarks/minibatch_cora.py",
+    "node_auto": "benchmarks/node_auto.py",
+    "node_classification": "benchmarks/node_classification.py",
+    "node_dgi_stopping": "benchmarks/node_dgi_stopping.py",
+    "node_epochs": "benchmarks/node_epochs.py",
+    "node_readout": "benchmarks/node_readout.py",
+    "node_reproduce": "benchmarks/node_reproduce.py",
+    "node_select": "benchmarks/node_select.py",
+    "node_speed_grace": "benchmarks/node_speed_grace.py",
+    "node_speed_trees": "benchmarks/node_speed_trees.py",
+    "node_sweep": "benchmarks/node_sweep.py",
+    "node_transfer": "benchmarks/node_transfer.py",
+    "node_zoo": "benchmarks/node_zoo.py",
+    "results_page": "benchmarks/results_page.py",
+    "simclr_processes": "benchmarks/simclr_processes.py",
+}
+# the benchmarks' data files the tests read, by name
+CONFIGS = {
+    "cora_public": "benchmarks/configs/cora_public.json",
+    "default_candidates": "benchmarks/configs/default_candidates.json",
+}
+# the scripts a user runs (the helpers, named _*, are imported by them)
+COMMANDS = sorted(name for name in SCRIPTS if not name.startswith("_"))
+PACKAGE = (ROOT / "benchmarks" / "__init__.py").is_file()
+
+
+def path(name: str) -> Path:
+    """The absolute path of script ``name`` (or of configuration ``name``)."""
+    return ROOT / (SCRIPTS[name] if name in SCRIPTS else CONFIGS[name])
+
+
+def dotted(name: str) -> str:
+    """Script ``name``'s module: ``benchmarks.speed.knn_build`` for its file
+    ``benchmarks/speed/knn_build.py``."""
+    return SCRIPTS[name].removesuffix(".py").replace("/", ".")
+
+
+def script_command(name: str) -> str:
+    """How the results page's commands start script ``name``."""
+    return f"python -m {dotted(name)}" if PACKAGE else f"python {SCRIPTS[name]}"
+
+
+class _TableFinder(importlib.abc.MetaPathFinder):
+    """Resolves the table's top-level names from their files, after every other finder."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if path is None and fullname in SCRIPTS:
+            return importlib.util.spec_from_file_location(fullname, ROOT / SCRIPTS[fullname])
+        return None
+
+
+def load(name: str) -> ModuleType:
+    """Script ``name`` imported as a module (its ``main`` not run), once per process."""
+    if PACKAGE:
+        return importlib.import_module(dotted(name))
+    if name not in sys.modules or getattr(sys.modules[name], "__file__", None) != str(path(name)):
+        spec = importlib.util.spec_from_file_location(name, path(name))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+if not PACKAGE and not any(isinstance(finder, _TableFinder) for finder in sys.meta_path):
+    sys.meta_path.append(_TableFinder())
