@@ -1,5 +1,5 @@
 """Write ``RESULTS.md`` from the benchmarks' result tables (``results/*.json``, the format of
-``_results.save_table``): one section per question a user asks (``_results.TOPICS``, in
+``_shared.results.save_table``): one section per question a user asks (``_results.TOPICS``, in
 its order), each table with its title, command, machine, date and notes; a table's
 configurations stay in its JSON file (``config``), which the page names. A re-run of a
 benchmark replaces its JSON file, and a re-run of this script the page: the page holds the
@@ -17,8 +17,7 @@ import re
 import textwrap
 from pathlib import Path
 
-from _results import RESULTS_DIR, TOPICS  # benchmarks/_results.py
-
+from benchmarks._shared.results import RESULTS_DIR, TOPICS
 from cl2gnn.apps import cmdline
 
 KEYS = ("topic", "title", "command", "machine", "date", "columns", "rows", "notes")

@@ -16,8 +16,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from _results import rss_mb  # benchmarks/ is the script's folder
-
+from benchmarks._shared.results import rss_mb
 from cl2gnn.apps import cmdline
 
 PRESETS = ("arxiv", "products")

@@ -113,6 +113,6 @@ def output(args, rows, table: Table, topic: str, title: str, device: str = "cpu"
         partial.write_text(json.dumps(rows, indent=1))
         os.replace(partial, args.json)
     if args.save:
-        from _results import save_table  # benchmarks/ is the script's folder, on sys.path
+        from benchmarks._shared.results import save_table
 
         print(save_table(args.save, topic, title, columns, cells, device=device))

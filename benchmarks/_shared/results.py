@@ -14,7 +14,8 @@ from pathlib import Path
 
 from cl2gnn.apps import cmdline
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[2]  # the repository
+RESULTS_DIR = ROOT / "benchmarks" / "results"
 # a table's topic -> the question its section of the page answers, in the page's order
 TOPICS = {
     "Node classification": "Accuracy per graph and method",
@@ -25,6 +26,13 @@ TOPICS = {
     "Reliability": "Reliability against an adversarial user",
     "Operators": "The operator contract",
 }
+
+
+def module_of(script: str | Path) -> str:
+    """The module a benchmark script runs as (``benchmarks/speed/knn_build.py``:
+    ``benchmarks.speed.knn_build``). Every script starts as ``python -m <module>`` from the
+    repository, so that its imports of ``benchmarks._shared`` need no change to ``sys.path``."""
+    return ".".join(Path(script).resolve().relative_to(ROOT).with_suffix("").parts)
 
 
 def rss_mb() -> float:
@@ -83,8 +91,7 @@ def save_table(
     if any(len(row) != len(columns) for row in rows):
         raise ValueError("every row needs one cell per column")
     if command is None:
-        script = os.path.relpath(sys.argv[0], Path(__file__).resolve().parents[1])
-        command = shlex.join(["python", script, *sys.argv[1:]])
+        command = shlex.join(["python", "-m", module_of(sys.argv[0]), *sys.argv[1:]])
     record = {
         "topic": topic,
         "title": title,

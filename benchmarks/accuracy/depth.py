@@ -15,10 +15,10 @@ variant, seed); its result is appended to ``--cells`` as soon as it is done, so 
 interrupted run resumes where it stopped, and ``table`` turns the cells into
 ``results/depth.json`` and ``docs/gallery/depth.png``::
 
-    python benchmarks/depth.py run --depths 16 32 2 4 8 --patience 50 \\
+    python -m benchmarks.accuracy.depth run --depths 16 32 2 4 8 --patience 50 \\
         --variants none batchnorm pairnorm diffgroupnorm contrastive
-    python benchmarks/depth.py run --depths 64 --patience 50 ...
-    python benchmarks/depth.py table --command "..." --notes "..."
+    python -m benchmarks.accuracy.depth run --depths 64 --patience 50 ...
+    python -m benchmarks.accuracy.depth table --command "..." --notes "..."
 
 Collapse measures of the last hidden layer ``H`` (eval mode, the best-validation weights):
 the Dirichlet energy as a Rayleigh quotient ``tr(Hᵀ L H) / ‖H‖²_F`` (``L = I - D^-½AD^-½``,
@@ -36,10 +36,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from _results import RESULTS_DIR, save_table  # benchmarks/_results.py
 from torch_geometric.nn import DiffGroupNorm, GCNConv, PairNorm
 from torch_geometric.utils import to_torch_csr_tensor
 
+from benchmarks._shared.results import RESULTS_DIR, ROOT, save_table
 from cl2gnn.apps import cmdline
 from cl2gnn.datasets import load_node_dataset
 from cl2gnn.nn import AlignConv, ContrastiveNorm
@@ -49,7 +49,7 @@ CELLS = RESULTS_DIR / "cells" / "depth.json"  # a subfolder: the page reads resu
 # the bar: ContrastiveNorm at least as accurate as these at these depths
 RIVALS = ("pairnorm", "batchnorm")
 DONE_WHEN = [(g, d) for g in ("Cora", "chameleon") for d in (16, 32)]
-FIGURE = Path(__file__).resolve().parents[1] / "docs" / "gallery" / "depth.png"
+FIGURE = ROOT / "docs" / "gallery" / "depth.png"
 
 
 class Norm(torch.nn.Module):
@@ -369,7 +369,7 @@ def main() -> None:
     go.add_argument("--weight-decay", type=float, default=5e-4)
     go.add_argument("--threads", type=int, default=2)
     show = sub.add_parser("table")
-    show.add_argument("--command", default="python benchmarks/depth.py run (see notes)")
+    show.add_argument("--command", default="python -m benchmarks.accuracy.depth run (see notes)")
     show.add_argument("--notes", default="")
     for p in (go, show):
         p.add_argument("--step", type=float, default=1.0, help="ContrastiveNorm's step")

@@ -1,7 +1,7 @@
 """Image SSL speed and short-schedule accuracy.
 
-    python benchmarks/image_ssl.py throughput --arch resnet18 --batch-size 512 --steps 20
-    python benchmarks/image_ssl.py variants --dataset cifar10 --epochs 10
+    python -m benchmarks.accuracy.image_ssl throughput --arch resnet18 --batch-size 512 --steps 20
+    python -m benchmarks.accuracy.image_ssl variants --dataset cifar10 --epochs 10
 
 ``throughput``: SimCLR training steps (two views, augmentation included) on the current
 device: images/s and the seconds one CIFAR-10 epoch (50,000 images) would take; with
@@ -26,7 +26,6 @@ from cl2gnn.apps import cmdline
 from cl2gnn.apps.pretrain import KNN_K, augment_for, default_device, load_split
 from cl2gnn.vision.names import ARCHS, DATASETS
 
-ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {
     "SimCLR": ("simclr", []),
     "SimCLR + attention (β=1)": ("simclr", ["--attention", "1.0"]),

@@ -1,13 +1,12 @@
 """Does mini-batch training lose accuracy? GRACE on Cora, full-batch against mini-batch
 (the same configuration otherwise), under the GRACE protocol::
 
-    python benchmarks/minibatch_cora.py --seeds 10 --batch-size 512   # -> results/
+    python -m benchmarks.accuracy.minibatch_cora --seeds 10 --batch-size 512   # -> results/
 """
 
 from __future__ import annotations
 
-from _results import save_table  # benchmarks/ is the script's folder
-
+from benchmarks._shared.results import save_table
 from cl2gnn.apps import cmdline
 
 

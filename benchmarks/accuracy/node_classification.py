@@ -13,20 +13,20 @@ candidate with the best validation score on the graph); a named method runs with
 configuration for the graph (:func:`cl2gnn.node.default_config`), ``--override
 METHOD:FIELD=JSON`` changing one field of one method's runs::
 
-    python benchmarks/node_classification.py --methods default grace cca_ssg graphacl bgrl \
-        --other-seeds 1 --override bgrl:epochs=300 --override bgrl:lr_warmup=30 \
+    python -m benchmarks.accuracy.node_classification --methods default grace cca_ssg \
+        graphacl bgrl --other-seeds 1 --override bgrl:epochs=300 --override bgrl:lr_warmup=30 \
         --out runs/node.jsonl --part-seeds 2
-    python benchmarks/node_classification.py ... --table               # -> results/*.json
+    python -m benchmarks.accuracy.node_classification ... --table    # -> results/*.json
 
 Each (graph, method) runs as ``cl2gnn node --json`` in fresh processes of at most
 ``--part-seeds`` seeds (so that its peak memory is its own and no part runs long), each part
-an entry of the journal ``--out`` (``_runner.Journal``: a run stopped part-way carries on
+an entry of the journal ``--out`` (``_shared.runner.Journal``: a run stopped part-way carries on
 where it stopped when started again); ``--table`` merges the parts. The first method of each
 graph also scores the baselines on the same splits (``cl2gnn node --baselines``): the probe
 on the raw features (L2-normalised, the probe of the embeddings, and standardised) and the
 encoder at its random initialisation. ``--table`` writes ``results/node_classification.json``
 (scores, with the configurations in its ``config`` field) and
-``results/node_classification_time.json`` (ms per epoch) through ``_results.save_table``.
+``results/node_classification_time.json`` (ms per epoch) through ``_shared.results.save_table``.
 
 ``--speed`` times training epochs with GRACE's configuration on a dataset (default Cora) for
 cl2gnn's ``grace`` (exact tiled InfoNCE), with ``--num-keys K`` also for ``grace`` with ``K``
@@ -46,9 +46,8 @@ import tempfile
 from datetime import date
 from pathlib import Path
 
-from _results import earlier_rows, machine, save_table, saved_table  # benchmarks/_results.py
-from _runner import Journal
-
+from benchmarks._shared.results import earlier_rows, machine, save_table, saved_table
+from benchmarks._shared.runner import Journal
 from cl2gnn.apps import cmdline
 from cl2gnn.apps.node import BASELINES
 from cl2gnn.datasets.names import HETEROPHILOUS
@@ -320,7 +319,7 @@ def write_tables(
 
 def grace_paper_objective(tau: float):
     """GRACE's loss as its paper writes it, dense: ``(z1, z2, h1, h2) -> loss``."""
-    from _operators import grace_chunked_loss  # benchmarks/_operators.py
+    from benchmarks._shared.operators import grace_chunked_loss
 
     def grace_paper(z1, z2, h1, h2):
         return grace_chunked_loss(z1, z2, tau, chunk=z1.size(0))
@@ -438,7 +437,7 @@ def main() -> None:
             options = f" --methods {' '.join(args.methods)}{options}"
         options += "".join(f" --override {item}" for item in args.override)
         command = (
-            f"python benchmarks/node_classification.py{options} --out {args.out} "
+            f"python -m benchmarks.accuracy.node_classification{options} --out {args.out} "
             f"--part-seeds {args.part_seeds}, then the same with --table"
         )
         write_tables(graphs, args.methods, journal, command, overrides)

@@ -5,9 +5,9 @@ baselines of the same run and the single default of the every-method table
 without a published configuration, GRACE's on Cora, 10 seeds on the same splits; on a graph
 that table lacks, the embedded default, ``--method`` of ``default_method`` in the same run).
 
-    python benchmarks/node_auto.py run [--graphs Cora actor ...] [--out DIR]
-    python benchmarks/node_auto.py table [--out DIR]
-    python benchmarks/node_auto.py widths [--graphs ...] [--widths 512 1024]
+    python -m benchmarks.decisions.node_auto run [--graphs Cora actor ...] [--out DIR]
+    python -m benchmarks.decisions.node_auto table [--out DIR]
+    python -m benchmarks.decisions.node_auto widths [--graphs ...] [--widths 512 1024]
 
 ``widths`` trains the GraphACL candidate at each width on each graph's scoring seeds, as auto
 does, and writes its validation score (the choice's evidence) and time to
@@ -29,12 +29,12 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks._shared.results import RESULTS_DIR
 from cl2gnn.apps import cmdline
 from cl2gnn.datasets.names import EMBEDDED, HETEROPHILOUS
 from cl2gnn.node.defaults import default_method
 
 GRAPHS = (EMBEDDED, "Cora", *HETEROPHILOUS)  # every graph on disk
-RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def run(graphs: list[str], out: Path) -> None:
@@ -63,7 +63,7 @@ def run(graphs: list[str], out: Path) -> None:
 
 def single_default() -> dict[str, tuple[float, float]]:
     """The every-method table's default row: graph -> (mean, std)."""
-    table = json.loads((RESULTS / "node_classification.json").read_text())
+    table = json.loads((RESULTS_DIR / "node_classification.json").read_text())
     row = next(r for r in table["rows"] if str(r[0]).startswith("default"))
     out = {}
     for column, cell in zip(table["columns"][1:], row[1:], strict=True):
@@ -73,8 +73,7 @@ def single_default() -> dict[str, tuple[float, float]]:
 
 
 def table(out: Path, note: str = "") -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _results import earlier_rows, save_table
+    from benchmarks._shared.results import earlier_rows, save_table
 
     default = single_default()
     rows, records = [], {}
@@ -146,14 +145,14 @@ def table(out: Path, note: str = "") -> None:
             + (f" Not run: {', '.join(missing)}." if missing else "")
             + (f" {note}" if note else "")
         ),
-        command="python benchmarks/node_auto.py run && python benchmarks/node_auto.py table",
+        command="python -m benchmarks.decisions.node_auto run "
+        "&& python -m benchmarks.decisions.node_auto table",
     )
     print(json.dumps(rows, indent=1))
 
 
 def widths(graphs: list[str], values: list[int]) -> None:
-    from _results import save_table
-
+    from benchmarks._shared.results import save_table
     from cl2gnn.datasets import load_node_dataset
     from cl2gnn.node.auto import scoring_seeds
     from cl2gnn.node.config import candidates
@@ -200,7 +199,7 @@ def widths(graphs: list[str], values: list[int]) -> None:
             "mean validation score auto chooses by (percent) and the training and probing time "
             "of those seeds."
         ),
-        command="python benchmarks/node_auto.py widths --widths "
+        command="python -m benchmarks.decisions.node_auto widths --widths "
         + " ".join(map(str, values))
         + " --graphs "
         + " ".join(graphs),
@@ -214,7 +213,7 @@ def main() -> None:
     parser.add_argument("--widths", nargs="+", type=int, default=[512, 1024])
     parser.add_argument("--note", default="", help="table: a sentence added to the notes")
     parser.add_argument(
-        "--out", type=Path, default=RESULTS / "cells" / "node_auto", help="one JSON per graph"
+        "--out", type=Path, default=RESULTS_DIR / "cells" / "node_auto", help="one JSON per graph"
     )
     args = parser.parse_args()
     if args.action == "run":

@@ -3,7 +3,7 @@ loss has not improved for 20 epochs and keeps the lowest-loss epoch; the library
 number of epochs (``cl2gnn.node.config.DGI.epochs``), the epoch this rule keeps on the
 library's DGI training loss, printed here per seed.
 
-    python benchmarks/node_dgi_stopping.py --seeds 1
+    python -m benchmarks.decisions.node_dgi_stopping --seeds 1
 """
 
 from __future__ import annotations

@@ -13,15 +13,15 @@ whose score stands for the validation score). Both the validation and the test s
 split are recorded; candidates are ranked by their **validation** scores, so that the test
 nodes take no part in the choice.
 
-    python benchmarks/node_select.py benchmarks/configs/default_candidates.json \\
+    python -m benchmarks.decisions.node_select benchmarks/configs/default_candidates.json \\
         --splits 3 --out runs/default_select.jsonl
-    python benchmarks/node_select.py benchmarks/configs/default_candidates.json \\
+    python -m benchmarks.decisions.node_select benchmarks/configs/default_candidates.json \\
         --splits 3 --out runs/default_select.jsonl --table --name node_default_selection
-    python benchmarks/node_select.py benchmarks/configs/published_features.json \\
+    python -m benchmarks.decisions.node_select benchmarks/configs/published_features.json \\
         --datasets Cora --splits 10 --out runs/cora_features.jsonl \\
         [--table --name node_features_cora --title "..."]
 
-Each (candidate, graph) is one entry of the journal ``--out`` (``_runner.Journal``): a run
+Each (candidate, graph) is one entry of the journal ``--out`` (``_shared.runner.Journal``): a run
 stopped part-way carries on where it stopped when started again. The first rows of the
 table are the raw-feature probes (computed here, no training); the candidates themselves go
 to the table's ``config`` field.
@@ -36,10 +36,10 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from _results import earlier_rows, save_table  # benchmarks/_results.py
-from _runner import Journal
 from scipy.stats import rankdata
 
+from benchmarks._shared.results import earlier_rows, save_table
+from benchmarks._shared.runner import Journal
 from cl2gnn.apps import cmdline
 from cl2gnn.datasets.names import HETEROPHILOUS
 from cl2gnn.node import (
@@ -248,8 +248,9 @@ def main() -> None:
     if args.table:
         datasets = f" --datasets {' '.join(args.datasets)}" if args.datasets else ""
         command = (
-            f"python benchmarks/node_select.py {args.candidates}{datasets} --splits {args.splits} "
-            f"--out {args.out}, then the same with --table --name {args.name}"
+            f"python -m benchmarks.decisions.node_select {args.candidates}{datasets} "
+            f"--splits {args.splits} --out {args.out}, then the same with --table "
+            f"--name {args.name}"
         )
         title = {"title": args.title} if args.title else {}
         table(candidates, graphs, args.splits, out, args.name, command, **title)

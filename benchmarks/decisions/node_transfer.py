@@ -15,7 +15,7 @@ features, and the same encoder left at its random initialisation (DGI's observat
 a random GCN is already a strong embedding). GRACE protocol (10 % train, C by 5-fold CV),
 accuracy in percent, mean ± std over seeds 0 … n−1.
 
-    python benchmarks/node_transfer.py --methods grace neighbors --seeds 5
+    python -m benchmarks.decisions.node_transfer --methods grace neighbors --seeds 5
 
 One JSON line per (dataset, embedding) is appended to ``--out``; the table is printed and
 the contextual SBMs' accuracy against homophily is plotted to ``--plot``. ``--report
@@ -31,9 +31,9 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
 
+from benchmarks._shared import node_args
 from cl2gnn import _files
 from cl2gnn.apps import cmdline
 from cl2gnn.node.names import METHODS
@@ -190,7 +190,7 @@ def main() -> None:
     args = parser.parse_args()
     with cmdline.user_errors(parser.prog):
         if args.report:
-            report(_node_args.read_jsonl(args.report, RECORD_KEYS), args.plot)
+            report(node_args.read_jsonl(args.report, RECORD_KEYS), args.plot)
             return
         run(args)
 

@@ -12,8 +12,8 @@ Cora: Planetoid's public split, ``--seeds`` training runs. The heterophilous gra
 training run (GraphACL's code trains once) probed on each of the 10 shipped geom-gcn
 splits, as its authors evaluate.
 
-    python benchmarks/node_reproduce.py run graphacl chameleon --out runs/reproduce
-    python benchmarks/node_reproduce.py table --out runs/reproduce \\
+    python -m benchmarks.reproduce.node_reproduce run graphacl chameleon --out runs/reproduce
+    python -m benchmarks.reproduce.node_reproduce table --out runs/reproduce \\
         --authors benchmarks/configs/authors_code.json   # -> results/node_reproduction.json
 
 ``run`` writes ``<out>/<method>_<graph>_<first seed>.json`` (``--first-seed``: a long run in
@@ -32,8 +32,7 @@ import statistics
 import time
 from pathlib import Path
 
-from _results import save_table  # benchmarks/_results.py
-
+from benchmarks._shared.results import save_table
 from cl2gnn.apps import cmdline
 
 # the published numbers: GraphACL's paper (Cora public split, geom-gcn splits); CCA-SSG and

@@ -5,7 +5,7 @@ authors' code run here).
 
     python -m cl2gnn node --dataset Cora --method dgi --protocol public --seeds 10 \\
         --baselines --json benchmarks/results/cells/zoo/dgi.json  # or dgi_seed<k>.json
-    python benchmarks/node_zoo.py --runs benchmarks/results/cells/zoo \\
+    python -m benchmarks.reproduce.node_zoo --runs benchmarks/results/cells/zoo \\
         --authors benchmarks/configs/node_zoo_authors.json \\
         --not-measured benchmarks/configs/node_zoo_not_measured.json
                                                   # -> results/node_zoo.json
@@ -22,8 +22,7 @@ import json
 import statistics
 from pathlib import Path
 
-from _results import earlier_rows, save_table  # benchmarks/_results.py
-
+from benchmarks._shared.results import earlier_rows, save_table
 from cl2gnn.apps import cmdline
 
 # published numbers on Cora's public split: DGI's paper; BGRL's and MVGRL's as GraphMAE (Hou
@@ -44,8 +43,8 @@ NOTES = (
     "benchmarks/results/cells/zoo/METHOD_seedK.json, "
     "the method's default configuration (dgi: one GCN layer 512 wide, PReLU, row-normalised "
     "features, Adam 1e-3, 240 epochs, the epoch DGI's stopping rule keeps, "
-    "benchmarks/node_dgi_stopping.py; its four seeds ran on the library of f4834fe, whose "
-    "DeepGraphInfomaxLoss is today's LocalGlobalLoss against the nodes' own summary, its "
+    "benchmarks/decisions/node_dgi_stopping.py; its four seeds ran on the library of f4834fe, "
+    "whose DeepGraphInfomaxLoss is today's LocalGlobalLoss against the nodes' own summary, its "
     "parameters drawn alike). Target: within 1 point, or one standard deviation, "
     "of the anchor (or above it). BGRL's anchor is GraphMAE's reproduction, not BGRL's: its "
     "paper and code (nerdslab/bgrl) have no Cora configuration, and the library's Cora "

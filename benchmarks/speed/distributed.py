@@ -2,8 +2,8 @@
 per rank for cl2gnn's ``distributed="gather"`` and ``"ring"`` and lightly's
 ``NTXentLoss(gather_distributed=True)``, side by side (gloo on the CPU, NCCL on CUDA).
 
-    python benchmarks/distributed.py --procs 1 2 4 --views 8192 32768 131072
-    python benchmarks/distributed.py --procs 4 --views 131072 --methods ring --merge
+    python -m benchmarks.speed.distributed --procs 1 2 4 --views 8192 32768 131072
+    python -m benchmarks.speed.distributed --procs 4 --views 131072 --methods ring --merge
 
 Every (method, P, N) runs in fresh processes (so that each rank's peak RSS is its own):
 ``N`` views in all (``N / 2P`` samples per rank, two views each), ``d`` features, one
@@ -26,8 +26,7 @@ import statistics
 import time
 from datetime import timedelta
 
-from _results import RESULTS_DIR, rss_mb, save_table  # benchmarks/ is the script's folder
-
+from benchmarks._shared.results import RESULTS_DIR, rss_mb, save_table
 from cl2gnn.apps import cmdline
 
 METHODS = ("gather", "ring", "lightly")

@@ -4,7 +4,7 @@ epochs, divided by the epochs; the final embedding apart). On a GPU each read-ba
 for the device, and each build or sort a few launches: the epoch should have none of them.
 
     git worktree add /tmp/before <commit>
-    python benchmarks/epoch_counts.py --trees /tmp/before .     # -> results/node_epoch_counts.json
+    python -m benchmarks.speed.epoch_counts --trees /tmp/before .  # -> node_epoch_counts.json
 
 Each tree runs this file's ``--child`` mode with ``PYTHONPATH`` set to it. Counted events:
 CSR builds ``aten::_convert_indices_from_coo_to_csr`` and ``aten::_to_sparse_csr``, sorts
@@ -90,8 +90,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(counts(args.dataset, args.method, args.epochs)))
         return
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _results import save_table
+    from benchmarks._shared.results import save_table
 
     rows = []
     for tree in args.trees:

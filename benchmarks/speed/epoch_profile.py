@@ -11,7 +11,7 @@ path), the method's forward (``model.forward``, less the encoder's passes: "head
 ``after_step``) and ``optimizer.step``; "other" is the rest of the step, "total" the whole
 ``trainer.step()``. Nothing is run twice, nothing copied from the trainer.
 
-    python benchmarks/epoch_profile.py --dataset Cora   # -> results/node_epoch_profile.json
+    python -m benchmarks.speed.epoch_profile --dataset Cora   # -> results/node_epoch_profile.json
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import statistics
 import time
 from collections import defaultdict
 
-from _results import save_table  # benchmarks/_results.py
 from torch.profiler import ProfilerActivity, profile
 
+from benchmarks._shared.results import save_table
 from cl2gnn.apps import cmdline
 
 PHASES = ("augment", "propagation graphs", "encoder, both views", "head and loss")

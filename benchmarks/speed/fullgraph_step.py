@@ -3,23 +3,22 @@ views, a GCN encoder and projection head, InfoNCE over all ``2N`` views with int
 intra-view negatives, backward, on a random graph; on CUDA after one untimed step, with the
 peak GPU memory.
 
-    python benchmarks/fullgraph_step.py --nodes 65536 --dim 128
-    python benchmarks/fullgraph_step.py --nodes 169343 --device cuda
+    python -m benchmarks.speed.fullgraph_step --nodes 65536 --dim 128
+    python -m benchmarks.speed.fullgraph_step --nodes 169343 --device cuda
 
 Prints a one-row Markdown table (``--json``: the row; ``--save NAME``: the results page's).
 """
 
 from __future__ import annotations
 
-from _operators import (
+from benchmarks._shared.operators import (
     DIM,
     TAU,
     output,
     output_arguments,
     timed_on,
 )
-from _results import rss_mb  # benchmarks/ is the script's folder
-
+from benchmarks._shared.results import rss_mb
 from cl2gnn.apps import cmdline
 
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The GPU checks, in two parts of a few minutes each on one H100-class GPU:
 #
-#   bash benchmarks/gpu.sh checks OUT          # the suite on CUDA (Triton tests included),
+#   bash benchmarks/speed/gpu.sh checks OUT    # the suite on CUDA (Triton tests included),
 #                                              # verify, the exact loss at 65k-1M views,
 #                                              # full-graph GRACE at arxiv size, the kNN graph,
 #                                              # the exact forms' cross-over; with GRACE_CODE
 #                                              # (a GRACE checkout) Cora against GRACE's code
-#   bash benchmarks/gpu.sh images OUT [EPOCHS] # SimCLR ResNet-18 on CIFAR-10, batch 512:
+#   bash benchmarks/speed/gpu.sh images OUT [EPOCHS]
+#                                              # SimCLR ResNet-18 on CIFAR-10, batch 512:
 #                                              # steps/s with and without --compile, a profile,
 #                                              # then EPOCHS (default 10) of SimCLR and +attention
 #
@@ -37,26 +38,26 @@ case $part in
 checks)
     step python3 -m pytest -q -p no:cacheprovider -rs
     step python3 -m cl2gnn verify --device cuda
-    step python3 benchmarks/infonce_scale.py scale --sizes 65536 262144 1048576 --dtype bfloat16 \
-        --save gpu_scale_infonce
-    step python3 benchmarks/fullgraph_step.py --nodes 169343 --device cuda \
+    step python3 -m benchmarks.speed.infonce_scale scale --sizes 65536 262144 1048576 \
+        --dtype bfloat16 --save gpu_scale_infonce
+    step python3 -m benchmarks.speed.fullgraph_step --nodes 169343 --device cuda \
         --save gpu_fullgraph_arxiv
-    step python3 benchmarks/knn_build.py --sizes 100000 1000000 --dim 128 --k 10 \
+    step python3 -m benchmarks.speed.knn_build --sizes 100000 1000000 --dim 128 --k 10 \
         --device cuda --save gpu_knn
-    step python3 benchmarks/infonce_scale.py crossover --device cuda --forms dense tiled triton \
-        --sizes 2048 4096 8192 16384 32768 --save gpu_infonce_crossover
+    step python3 -m benchmarks.speed.infonce_scale crossover --device cuda \
+        --forms dense tiled triton --sizes 2048 4096 8192 16384 32768 --save gpu_infonce_crossover
     if [[ -n ${GRACE_CODE:-} ]]; then  # a checkout of CRIPAC-DIG/GRACE, carried to the machine
-        step python3 benchmarks/node_speed_grace.py --grace-code "$GRACE_CODE" --device cuda \
-            --rounds 2 --epochs 200
+        step python3 -m benchmarks.speed.node_speed_grace --grace-code "$GRACE_CODE" \
+            --device cuda --rounds 2 --epochs 200
     fi
     cp benchmarks/results/gpu_{scale_infonce,fullgraph_arxiv,knn,infonce_crossover}.json \
         benchmarks/results/node_speed_grace_cuda.json "$out"/ 2>>"$log"
     ;;
 images)
     common=(--arch resnet18 --batch-size 512 --steps 40 --device cuda)
-    step python3 benchmarks/image_ssl.py throughput "${common[@]}" --json "$out/eager.json" \
-        --profile "$out/profile-eager.txt"
-    step python3 benchmarks/image_ssl.py throughput "${common[@]}" --compile \
+    step python3 -m benchmarks.accuracy.image_ssl throughput "${common[@]}" \
+        --json "$out/eager.json" --profile "$out/profile-eager.txt"
+    step python3 -m benchmarks.accuracy.image_ssl throughput "${common[@]}" --compile \
         --json "$out/compiled.json" --profile "$out/profile-compiled.txt"
     for variant in simclr attention; do
         flags=()

@@ -1,8 +1,8 @@
 """How the exact InfoNCE loss scales against the forms its peers use, in time and memory.
 
-    python benchmarks/infonce_scale.py infonce --sizes 2048 4096 8192 16384 32768 65536
-    python benchmarks/infonce_scale.py scale --sizes 65536 262144 1048576 --dtype bfloat16
-    python benchmarks/infonce_scale.py crossover --sizes 256 512 1024 2048 4096 --device cpu
+    python -m benchmarks.speed.infonce_scale infonce --sizes 2048 4096 8192 16384 32768 65536
+    python -m benchmarks.speed.infonce_scale scale --sizes 65536 262144 1048576 --dtype bfloat16
+    python -m benchmarks.speed.infonce_scale crossover --sizes 256 512 1024 2048 4096 --device cpu
 
 ``infonce``: InfoNCE (two views of ``N/2`` samples, ``d = 128``) forward + backward for the
 dense form, a GRACE-style chunked form (chunked forward, but autograd keeps every chunk's
@@ -31,7 +31,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from _operators import (
+from benchmarks._shared.operators import (
     DIM,
     TAU,
     Table,
@@ -41,8 +41,7 @@ from _operators import (
     sync,
     two_views,
 )
-from _results import rss_mb  # benchmarks/ is the script's folder
-
+from benchmarks._shared.results import ROOT, module_of, rss_mb
 from cl2gnn.apps import cmdline
 
 if TYPE_CHECKING:
@@ -119,13 +118,14 @@ def run_infonce(sizes, repeats: int, budget_gb: float) -> list[dict]:
                 sys.executable,
                 "-W",
                 "ignore",
-                __file__,
+                "-m",
+                module_of(__file__),
                 "_infonce",
                 impl,
                 str(n),
                 str(repeats),
             ]
-            out = subprocess.run(code, capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(code, capture_output=True, text=True, check=True, cwd=ROOT).stdout
             rows.append(json.loads(out.strip().splitlines()[-1]))
             print(rows[-1], file=sys.stderr, flush=True)
     return rows

@@ -1,8 +1,8 @@
 """How fast cl2gnn builds a kNN graph against its peers (FAISS, scikit-learn, PyG), and how
 exact each of its graphs is.
 
-    python benchmarks/knn_build.py --sizes 10000 50000 --dim 64 --k 10
-    python benchmarks/knn_build.py --sizes 100000 1000000 --dim 128 --device cuda
+    python -m benchmarks.speed.knn_build --sizes 10000 50000 --dim 64 --k 10
+    python -m benchmarks.speed.knn_build --sizes 100000 1000000 --dim 128 --device cuda
 
 Build time on ``--device`` (L2, clustered points) of the torch tiles in each of
 ``--precisions`` (default: ``full`` and ``bf16``, and ``tf32`` on CUDA), with the share of
@@ -20,14 +20,13 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from _operators import (
+from benchmarks._shared.operators import (
     Table,
     output,
     output_arguments,
     timed,
     timed_on,
 )
-
 from cl2gnn.apps import cmdline
 from cl2gnn.graphs.names import TILE_PRECISIONS
 

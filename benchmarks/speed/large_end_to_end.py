@@ -1,28 +1,28 @@
 """One whole mini-batch epoch, the layer-wise embedding of every node and the probe, at
-ogbn-products' size (:mod:`_large`), each phase's wall time and peak RSS on every rank (one
-process, or every rank of a ``torchrun`` group, each generating the graph)::
+ogbn-products' size (:mod:`benchmarks._shared.large`), each phase's wall time and peak RSS on
+every rank (one process, or every rank of a ``torchrun`` group, each generating the graph)::
 
-    python benchmarks/large_end_to_end.py run --preset products --hidden 64 --encoder sage \\
+    python -m benchmarks.speed.large_end_to_end run --preset products --hidden 64 --encoder sage \\
         --num-neighbors 10 5
-    torchrun --nproc_per_node=2 benchmarks/large_end_to_end.py run --preset products \\
+    torchrun --nproc_per_node=2 -m benchmarks.speed.large_end_to_end run --preset products \\
         --hidden 64 --encoder sage --num-neighbors 10 5
-    python benchmarks/large_end_to_end.py table    # -> results/node_large_end_to_end.json
+    python -m benchmarks.speed.large_end_to_end table    # -> results/node_large_end_to_end.json
 """
 
 from __future__ import annotations
 
 import sys
 
-import _large  # benchmarks/ is the script's folder
-from _large import PhaseMeter, config_from, csc_copy_note, generate, probe_split
-from _results import rss_mb, save_table
+from benchmarks._shared import large
+from benchmarks._shared.large import PhaseMeter, config_from, csc_copy_note, generate, probe_split
+from benchmarks._shared.results import rss_mb, save_table
 
 OUT = "runs/large_end_to_end.jsonl"
 COMMAND = (
-    "python benchmarks/large_end_to_end.py run --preset products --hidden 64 --encoder sage "
-    "--num-neighbors 10 5; torchrun --nproc_per_node=2 benchmarks/large_end_to_end.py run "
+    "python -m benchmarks.speed.large_end_to_end run --preset products --hidden 64 --encoder sage "
+    "--num-neighbors 10 5; torchrun --nproc_per_node=2 -m benchmarks.speed.large_end_to_end run "
     "--preset products --hidden 64 --encoder sage --num-neighbors 10 5; "
-    "python benchmarks/large_end_to_end.py table"
+    "python -m benchmarks.speed.large_end_to_end table"
 )
 
 
@@ -135,8 +135,8 @@ def table(records: list[dict]) -> None:
 
 
 def arguments(parser) -> None:
-    _large.training_arguments(parser, OUT)
+    large.training_arguments(parser, OUT)
 
 
 if __name__ == "__main__":
-    sys.exit(_large.main(__doc__.split("\n\n")[0], measure, table, OUT, arguments))
+    sys.exit(large.main(__doc__.split("\n\n")[0], measure, table, OUT, arguments))

@@ -1,10 +1,11 @@
 """Layer-wise inference against a full-graph forward of the same encoder on the same
-generated graph (:mod:`_large`; ``--nodes``: a graph of that many nodes at the preset's mean
-degree), alternating in one process, with the peak RSS of the sampler's set-up and of the
-first layer-wise round (before any full-graph forward) beside the graph's tensors::
+generated graph (:mod:`benchmarks._shared.large`; ``--nodes``: a graph of that many nodes at
+the preset's mean degree), alternating in one process, with the peak RSS of the sampler's
+set-up and of the first layer-wise round (before any full-graph forward) beside the graph's
+tensors::
 
-    python benchmarks/large_inference.py run --preset products --nodes 500000 --encoder gcn
-    python benchmarks/large_inference.py table        # -> results/node_large_inference.json
+    python -m benchmarks.speed.large_inference run --preset products --nodes 500000 --encoder gcn
+    python -m benchmarks.speed.large_inference table        # -> results/node_large_inference.json
 """
 
 from __future__ import annotations
@@ -12,16 +13,15 @@ from __future__ import annotations
 import sys
 import time
 
-import _large  # benchmarks/ is the script's folder
-from _large import PhaseMeter, csc_copy_note, generate
-from _results import rss_mb, save_table
-
+from benchmarks._shared import large
+from benchmarks._shared.large import PhaseMeter, csc_copy_note, generate
+from benchmarks._shared.results import rss_mb, save_table
 from cl2gnn.apps import cmdline
 
 OUT = "runs/large_inference.jsonl"
 COMMAND = (
-    "python benchmarks/large_inference.py run --preset products --nodes 500000 --encoder gcn; "
-    "python benchmarks/large_inference.py table"
+    "python -m benchmarks.speed.large_inference run --preset products --nodes 500000 "
+    "--encoder gcn; python -m benchmarks.speed.large_inference table"
 )
 
 
@@ -147,7 +147,7 @@ def table(records: list[dict]) -> None:
 
 
 def arguments(parser) -> None:
-    parser.add_argument("--preset", choices=_large.PRESETS, default="products")
+    parser.add_argument("--preset", choices=large.PRESETS, default="products")
     parser.add_argument("--nodes", type=cmdline.positive_int, help="at the preset's mean degree")
     parser.add_argument("--encoder", choices=("gcn", "sage", "gat"), default="gcn")
     parser.add_argument(
@@ -162,4 +162,4 @@ def arguments(parser) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(_large.main(__doc__.split("\n\n")[0], measure, table, OUT, arguments))
+    sys.exit(large.main(__doc__.split("\n\n")[0], measure, table, OUT, arguments))

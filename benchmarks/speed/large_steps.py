@@ -1,14 +1,15 @@
 """A contrastive training step against a supervised GraphSAGE step on the same sampled
-batches of a generated graph of OGB size (:mod:`_large`): the two alternate on the same
-pre-sampled batches, one contrastive step (two augmented views, encoder and head, InfoNCE
-over the seeds: the mini-batch trainer's own step) and one supervised step (encoder, linear
-classifier, cross-entropy on the seeds), both with their layers trimmed to the rows that
-reach the seeds (``--untrimmed``: every layer on every sampled node); then torch.profiler's
-top operators of each kind of step on the same batches::
+batches of a generated graph of OGB size (:mod:`benchmarks._shared.large`): the two
+alternate on the same pre-sampled batches, one contrastive step (two augmented views,
+encoder and head, InfoNCE over the seeds: the mini-batch trainer's own step) and one
+supervised step (encoder, linear classifier, cross-entropy on the seeds), both with their
+layers trimmed to the rows that reach the seeds (``--untrimmed``: every layer on every
+sampled node); then torch.profiler's top operators of each kind of step on the same
+batches::
 
-    python benchmarks/large_steps.py run --preset products --steps 20 --hidden 64 \\
+    python -m benchmarks.speed.large_steps run --preset products --steps 20 --hidden 64 \\
         --encoder sage --num-neighbors 10 5 [--untrimmed]      # and --preset arxiv
-    python benchmarks/large_steps.py table  # -> results/node_large_steps.json, *_step_profile
+    python -m benchmarks.speed.large_steps table  # -> results/node_large_steps.json, *_step_profile
 """
 
 from __future__ import annotations
@@ -16,17 +17,16 @@ from __future__ import annotations
 import sys
 import time
 
-import _large  # benchmarks/ is the script's folder
-from _large import config_from, generate
-from _results import save_table
-
+from benchmarks._shared import large
+from benchmarks._shared.large import config_from, generate
+from benchmarks._shared.results import save_table
 from cl2gnn.apps import cmdline
 
 OUT = "runs/large_steps.jsonl"
 COMMAND = (
-    "python benchmarks/large_steps.py run --preset products --steps 20 --hidden 64 "
+    "python -m benchmarks.speed.large_steps run --preset products --steps 20 --hidden 64 "
     "--encoder sage --num-neighbors 10 5, the same with --matmul-dtype bfloat16, both with "
-    "--preset arxiv; then python benchmarks/large_steps.py table"
+    "--preset arxiv; then python -m benchmarks.speed.large_steps table"
 )
 
 
@@ -199,11 +199,11 @@ def table(records: list[dict]) -> None:
 
 
 def arguments(parser) -> None:
-    _large.training_arguments(parser, OUT)
+    large.training_arguments(parser, OUT)
     parser.add_argument("--steps", type=cmdline.positive_int, default=30)
     parser.add_argument("--untrimmed", action="store_true", help="every layer on every node")
     parser.add_argument("--top", type=cmdline.positive_int, default=12, help="operators shown")
 
 
 if __name__ == "__main__":
-    sys.exit(_large.main(__doc__.split("\n\n")[0], measure, table, OUT, arguments))
+    sys.exit(large.main(__doc__.split("\n\n")[0], measure, table, OUT, arguments))

@@ -1,17 +1,17 @@
 """How long an epoch takes, and how much memory, on generated graphs of OGB size: full-batch
 against mini-batch at ogbn-arxiv's size, mini-batch at ogbn-products' size in one process and
 in two (``torchrun``). Each ``run`` is one process (or one ``torchrun`` group) that
-generates its graph (:mod:`_large`) and appends one JSON line to ``--out``; ``table`` writes
-``results/node_large.json``::
+generates its graph (:mod:`benchmarks._shared.large`) and appends one JSON line to
+``--out``; ``table`` writes ``results/node_large.json``::
 
-    python benchmarks/large_training.py run --preset products --max-steps 100 --hidden 64 \\
+    python -m benchmarks.speed.large_training run --preset products --max-steps 100 --hidden 64 \\
         --encoder sage --num-neighbors 10 5
-    torchrun --nproc_per_node=2 benchmarks/large_training.py run --preset products \\
+    torchrun --nproc_per_node=2 -m benchmarks.speed.large_training run --preset products \\
         --max-steps 100 --hidden 64 --encoder sage --num-neighbors 10 5 --no-embed
-    python benchmarks/large_training.py run --preset arxiv --epochs 5 --encoder sage
-    python benchmarks/large_training.py run --preset arxiv --mode full --num-keys 256 \\
+    python -m benchmarks.speed.large_training run --preset arxiv --epochs 5 --encoder sage
+    python -m benchmarks.speed.large_training run --preset arxiv --mode full --num-keys 256 \\
         --epochs 20 --encoder sage
-    python benchmarks/large_training.py table
+    python -m benchmarks.speed.large_training table
 
 A run reports seconds per epoch (or per step), seed nodes per second, the peak RSS of
 training and embedding (sampled every 10 ms) above the bare import (the RSS after importing
@@ -26,21 +26,20 @@ from __future__ import annotations
 import sys
 import time
 
-import _large  # benchmarks/ is the script's folder
-from _large import PhaseMeter, config_from, generate, probe_split
-from _results import rss_mb, save_table
-
+from benchmarks._shared import large
+from benchmarks._shared.large import PhaseMeter, config_from, generate, probe_split
+from benchmarks._shared.results import rss_mb, save_table
 from cl2gnn.apps import cmdline
 
 OUT = "runs/large_training.jsonl"
 COMMAND = (  # the rows of results/node_large.json, one command each
-    "python benchmarks/large_training.py run --preset products --max-steps 100 --hidden 64 "
+    "python -m benchmarks.speed.large_training run --preset products --max-steps 100 --hidden 64 "
     "--encoder sage --num-neighbors 10 5; torchrun --nproc_per_node=2 "
-    "benchmarks/large_training.py run --preset products --max-steps 100 --hidden 64 "
-    "--encoder sage --num-neighbors 10 5 --no-embed; python benchmarks/large_training.py run "
-    "--preset arxiv --epochs 5 --encoder sage; python benchmarks/large_training.py run "
+    "-m benchmarks.speed.large_training run --preset products --max-steps 100 --hidden 64 "
+    "--encoder sage --num-neighbors 10 5 --no-embed; python -m benchmarks.speed.large_training run "
+    "--preset arxiv --epochs 5 --encoder sage; python -m benchmarks.speed.large_training run "
     "--preset arxiv --mode full --num-keys 256 --epochs 20 --encoder sage; "
-    "python benchmarks/large_training.py table"
+    "python -m benchmarks.speed.large_training table"
 )
 
 
@@ -177,10 +176,10 @@ def table(records: list[dict]) -> None:
 
 
 def arguments(parser) -> None:
-    _large.training_arguments(parser, OUT)
+    large.training_arguments(parser, OUT)
     parser.add_argument("--max-steps", type=cmdline.positive_int, help="mini-batch: this many")
     parser.add_argument("--no-embed", action="store_true", help="with --max-steps: no embeddings")
 
 
 if __name__ == "__main__":
-    sys.exit(_large.main(__doc__.split("\n\n")[0], measure, table, OUT, arguments))
+    sys.exit(large.main(__doc__.split("\n\n")[0], measure, table, OUT, arguments))

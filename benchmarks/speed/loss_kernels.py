@@ -1,9 +1,9 @@
 """Where the exact loss's time goes, one kernel at a time.
 
-    python benchmarks/loss_kernels.py gemm --n 5416 --dim 128 --tile 1024
-    python benchmarks/loss_kernels.py saved --n 5416 --dim 128 --tau 0.4
-    python benchmarks/loss_kernels.py keys --n 5416 --dim 128 --tau 0.4 --keys 64 256 1024
-    python benchmarks/loss_kernels.py spectral --n 5416 --dim 128
+    python -m benchmarks.speed.loss_kernels gemm --n 5416 --dim 128 --tile 1024
+    python -m benchmarks.speed.loss_kernels saved --n 5416 --dim 128 --tau 0.4
+    python -m benchmarks.speed.loss_kernels keys --n 5416 --dim 128 --tau 0.4 --keys 64 256 1024
+    python -m benchmarks.speed.loss_kernels spectral --n 5416 --dim 128
 
 ``gemm``: the tiled loss's inner product (a ``tile × d`` by ``d × n`` product) in float32,
 float32 with the tiles' opt-in bfloat16 products (``matmul_dtype``) and
@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from _operators import (
+from benchmarks._shared.operators import (
     DIM,
     Table,
     best_median,
@@ -29,7 +29,6 @@ from _operators import (
     output_arguments,
     two_views,
 )
-
 from cl2gnn.apps import cmdline
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ embeddings scored by the same probe (GRACE's protocol), so that the speed comes 
 accuracy::
 
     git clone https://github.com/CRIPAC-DIG/GRACE /tmp/GRACE
-    python benchmarks/node_speed_grace.py --grace-code /tmp/GRACE --rounds 3 --epochs 200
+    python -m benchmarks.speed.node_speed_grace --grace-code /tmp/GRACE --rounds 3 --epochs 200
 
 cl2gnn's epoch is ``TrainResult.epoch_ms`` (the epochs from the first read-back of the loss
 to the last, the first epoch left out); GRACE's the same span of its loop, which reads its
@@ -14,6 +14,7 @@ loss back every epoch (``loss.item()``). ``--device cuda`` times both on a GPU."
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -34,8 +35,10 @@ def grace_child(code: Path, epochs: int, device: str) -> dict:
     from torch_geometric.nn import GCNConv
     from torch_geometric.utils import dropout_edge
 
-    sys.path.insert(0, str(code))
-    from model import Encoder, Model, drop_feature  # GRACE's model.py
+    spec = importlib.util.spec_from_file_location("grace_model", Path(code) / "model.py")
+    grace = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grace)  # GRACE's model.py
+    Encoder, Model, drop_feature = grace.Encoder, grace.Model, grace.drop_feature
 
     from cl2gnn.node import load_node_dataset
 
@@ -105,8 +108,7 @@ def main() -> None:
         return
     if not (Path(args.grace_code) / "model.py").is_file():
         parser.error(f"--grace-code: {args.grace_code} holds no model.py (GRACE's checkout)")
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _results import save_table
+    from benchmarks._shared.results import save_table
 
     # what each process runs: GRACE's code, cl2gnn, and cl2gnn with bfloat16 products
     runs = {"GRACE's code": ("grace", []), "cl2gnn": ("cl2gnn", [])}

@@ -1,19 +1,20 @@
 """Has full-batch training got slower between two versions of the library? GRACE's Cora
 configuration trained by each checkout's ``train_node_model``, with cl2gnn's loss and with
-GRACE's paper formulation of it (dense, ``_operators.grace_chunked_loss``) through the same
+GRACE's paper formulation of it (dense, ``_shared.operators.grace_chunked_loss``) through the same
 loop, the checkouts alternating process by process; the ratio of the two losses' epochs
 within one process compares versions on a machine whose speed drifts.
 
     git worktree add /tmp/before <commit>
-    python benchmarks/node_speed_trees.py --trees /tmp/before . --rounds 3 --epochs 60
+    python -m benchmarks.speed.node_speed_trees --trees /tmp/before . --rounds 3 --epochs 60
 
-Each tree runs this file's ``--child`` mode with ``PYTHONPATH`` set to it (its own library and
-its own ``benchmarks/_operators.py``, or ``operators.py`` in a tree older than that file)."""
+Each tree runs this file's ``--child`` mode with ``PYTHONPATH`` set to it: its own library and
+its own GRACE formulation (``benchmarks/_shared/operators.py``, or where an older tree keeps
+it), loaded from the file."""
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -22,12 +23,17 @@ from pathlib import Path
 
 from cl2gnn.apps import cmdline
 
+# where each version of the benchmarks keeps GRACE's formulation, newest first
+OPERATORS = ("_shared/operators.py", "_operators.py", "operators.py")
+
 
 def child(epochs: int) -> None:
     benchmarks = Path(os.environ["PYTHONPATH"]) / "benchmarks"
-    sys.path.insert(0, str(benchmarks))
-    module = "_operators" if (benchmarks / "_operators.py").exists() else "operators"
-    grace_chunked_loss = importlib.import_module(module).grace_chunked_loss
+    path = next(benchmarks / name for name in OPERATORS if (benchmarks / name).exists())
+    spec = importlib.util.spec_from_file_location("tree_operators", path)
+    operators = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(operators)
+    grace_chunked_loss = operators.grace_chunked_loss
 
     from cl2gnn.datasets import load_node_dataset
     from cl2gnn.node import default_config, train_node_model
@@ -52,8 +58,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         return child(args.epochs)
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _results import save_table
+    from benchmarks._shared.results import save_table
 
     rows = []
     for round_ in range(args.rounds):

@@ -1,7 +1,7 @@
 """``cl2gnn simclr`` in one process and under ``torchrun`` with several, the same
 global batch and seeds: the last epoch's kNN accuracy and the seconds per epoch of each.
 
-    python benchmarks/simclr_processes.py --procs 2 --seeds 0 1 2
+    python -m benchmarks.speed.simclr_processes --procs 2 --seeds 0 1 2
 
 The processes draw their own augmentations (one generator per rank), so a run with P
 processes is not the one-process run repeated: the comparison is over seeds. Extra
@@ -18,8 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _results import save_table  # benchmarks/ is the script's folder, on sys.path
-
+from benchmarks._shared.results import save_table
 from cl2gnn.apps import cmdline
 
 

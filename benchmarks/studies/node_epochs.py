@@ -4,7 +4,8 @@ epochs; each snapshot is probed on the public split (validation and test accurac
 under the GRACE protocol. The epoch with the best validation accuracy, averaged over the
 seeds, is chosen without looking at the test nodes, and its test accuracy reported.
 
-    python benchmarks/node_epochs.py benchmarks/configs/cora_epochs.json --seeds 3 --every 25
+    python -m benchmarks.studies.node_epochs benchmarks/configs/cora_epochs.json \
+        --seeds 3 --every 25
 
 Prints a Markdown table per configuration (accuracy in percent, mean ± std over seeds
 0 … n−1) and appends one JSON line per configuration to ``--out``; ``--report PATH``
@@ -19,10 +20,10 @@ import json
 import warnings
 from pathlib import Path
 
-import _node_args  # benchmarks/ is the script's folder, on sys.path
 import numpy as np
-from node_sweep import parse_entry
 
+from benchmarks._shared import node_args
+from benchmarks.studies.node_sweep import parse_entry
 from cl2gnn.apps import cmdline
 
 
@@ -72,7 +73,7 @@ def main() -> None:
     parser.add_argument(
         "configs",
         nargs="?",
-        type=_node_args.config_list,
+        type=node_args.config_list,
         help="JSON list of {method, <NodeConfig field>: value}",
     )
     parser.add_argument(
@@ -92,7 +93,7 @@ def main() -> None:
         parser.error("give either a configs file or --report JSONL")
     with cmdline.user_errors(parser.prog):
         if args.report:
-            for record in _node_args.read_jsonl(args.report, ("method", "seeds", "curves")):
+            for record in node_args.read_jsonl(args.report, ("method", "seeds", "curves")):
                 entry = {k: v for k, v in record.items() if k not in ("seeds", "curves")}
                 report(entry, record["seeds"], record["curves"])
             return

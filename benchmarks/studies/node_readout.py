@@ -4,7 +4,7 @@ layers, and both layers multiplied ``k`` more times by GCN's normalised adjacenc
 (GRACE protocol and public split); and, on the public split, with other feature scalings,
 a finer ``C`` grid, and the Adam-trained probe behind CCA-SSG's and GraphMAE's numbers.
 
-    python benchmarks/node_readout.py --methods grace neighbors --out-channels 256 --seeds 3
+    python -m benchmarks.studies.node_readout --methods grace neighbors --out-channels 256 --seeds 3
 
 Accuracy in percent, mean ± std over seeds 0 … n−1, printed as two Markdown tables. The
 options are checked before torch loads (``prog: error: ...``, exit 2), the dataset's public

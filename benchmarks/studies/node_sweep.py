@@ -2,7 +2,8 @@
 :class:`~cl2gnn.node.NodeConfig` overrides) goes through :func:`cl2gnn.apps.node.run_node` for
 ``seeds`` seeds, its embeddings scored under the public split and the GRACE protocol.
 
-    python benchmarks/node_sweep.py benchmarks/configs/cora_public.json --out runs/sweep.jsonl
+    python -m benchmarks.studies.node_sweep benchmarks/configs/cora_public.json \
+        --out runs/sweep.jsonl
 
 One JSON line per configuration is appended to ``--out`` as soon as it finishes. The options
 and every entry of the list are checked before torch loads (``prog: error: ...`` naming the
@@ -17,8 +18,7 @@ import time
 import warnings
 from pathlib import Path
 
-import _node_args  # benchmarks/ is the script's folder, on sys.path
-
+from benchmarks._shared import node_args
 from cl2gnn.apps import cmdline
 
 PROTOCOLS = ("public", "grace")
@@ -57,7 +57,7 @@ def main() -> None:
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "configs",
-        type=_node_args.config_list,
+        type=node_args.config_list,
         help="JSON list of {method, <NodeConfig field>: value}",
     )
     parser.add_argument(
