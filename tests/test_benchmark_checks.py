@@ -2,14 +2,11 @@
 fast but wrong build into the results page."""
 
 import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import fullgraph_step
-import knn_build
-
+from benchmarks._shared import results as _results
+from benchmarks.speed import fullgraph_step, knn_build
 from cl2gnn.graphs import knn_graph
 
 
@@ -40,16 +37,14 @@ def test_saved_operator_table_is_the_printed_one(tmp_path, monkeypatch, capsys):
     under the benchmark's topic, with the command that printed it."""
     import json
 
-    import _results
-
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path)
-    argv = ["benchmarks/fullgraph_step.py", "--nodes", "40", "--dim", "8"]
+    argv = ["benchmarks/speed/fullgraph_step.py", "--nodes", "40", "--dim", "8"]
     monkeypatch.setattr(sys, "argv", [*argv, "--save", "fullgraph_tiny"])
     fullgraph_step.main()
     printed = capsys.readouterr().out.splitlines()
     saved = json.loads((tmp_path / "fullgraph_tiny.json").read_text())
     assert saved["topic"] == "Scale" and saved["title"] == "Full-graph GRACE step on a large graph"
-    assert saved["command"].startswith("python benchmarks/fullgraph_step.py --nodes 40")
+    assert saved["command"].startswith("python -m benchmarks.speed.fullgraph_step --nodes 40")
     assert printed[0] == "| " + " | ".join(saved["columns"]) + " |"
     assert printed[2] == "| " + " | ".join(saved["rows"][0]) + " |"
     assert dict(zip(saved["columns"], saved["rows"][0], strict=True))["nodes"] == "40"

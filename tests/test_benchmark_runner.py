@@ -1,12 +1,8 @@
-"""benchmarks/_runner.py: a long benchmark stopped part-way carries on where it stopped."""
-
-import sys
-from pathlib import Path
+"""benchmarks/_shared/runner.py: a long benchmark stopped part-way carries on where it stopped."""
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from _runner import Journal
+from benchmarks._shared.runner import Journal
 
 
 def tasks(measured: list, keys=("a", "b", "c")):
@@ -61,8 +57,8 @@ def test_node_classification_merges_its_parts_into_one_row(tmp_path, monkeypatch
     not the first method's; the configurations in the table's config field."""
     import json
 
-    import _results
-    import node_classification as nc
+    from benchmarks._shared import results as _results
+    from benchmarks.accuracy import node_classification as nc
 
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
     baselines = {
@@ -100,8 +96,8 @@ def test_node_classification_keeps_the_earlier_rows_of_methods_not_in_the_journa
     date they were measured; so does the time table."""
     import json
 
-    import _results
-    import node_classification as nc
+    from benchmarks._shared import results as _results
+    from benchmarks.accuracy import node_classification as nc
 
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(nc, "protocol_seeds", lambda graph: 10)  # texas's: no data read
@@ -140,8 +136,8 @@ def test_node_select_ranks_earlier_rows_with_the_measured_candidates(tmp_path, m
     scores, read off the cell, take part in the ranking: tied means share their ranks."""
     import json
 
-    import _results
-    import node_select as ns
+    from benchmarks._shared import results as _results
+    from benchmarks.decisions import node_select as ns
 
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
     columns = ["candidate", "texas", "cornell", "mean validation rank"]

@@ -70,64 +70,76 @@ ARGUMENT_ERRORS = [
         "--warmup-stages",
     ),
     ("cl2gnn simsiam", ["--memory-dtype", "float16"], "--memory-dtype"),
-    ("benchmarks/image_ssl.py", ["nope"], "'nope'"),
-    ("benchmarks/image_ssl.py", ["throughput", "--steps", "0"], "--steps"),
-    ("benchmarks/image_ssl.py", ["throughput", "--batch-size", "1"], "--batch-size"),
-    ("benchmarks/image_ssl.py", ["throughput", "--arch", "vit"], "--arch"),
-    ("benchmarks/image_ssl.py", ["throughput", "--json", "OUT"], "--json"),
-    ("benchmarks/image_ssl.py", ["throughput", "--profile", "OUT"], "--profile"),
-    ("benchmarks/image_ssl.py", ["variants", "--epochs", "0"], "--epochs"),
-    ("benchmarks/image_ssl.py", ["variants", "--dataset", "nope"], "--dataset"),
-    ("benchmarks/image_ssl.py", ["variants", "--dataset", "folder"], "--data-root"),
-    ("benchmarks/image_ssl.py", ["variants", "--extra", "--subset", "1"], "--subset"),
-    ("benchmarks/image_ssl.py", ["variants", "--extra", "--temperature", "0"], "--temperature"),
-    ("benchmarks/loss_kernels.py", ["nope"], "'nope'"),
-    ("benchmarks/infonce_scale.py", ["infonce", "--sizes", "64", "1"], "--sizes"),
-    ("benchmarks/knn_build.py", ["--k", "0"], "--k"),
-    ("benchmarks/knn_build.py", ["--sizes", "8", "--k", "8"], "--k"),
-    ("benchmarks/knn_build.py", ["--device", "gpu0"], "--device"),
-    ("benchmarks/knn_build.py", ["--precisions", "fp8"], "--precisions"),
-    ("benchmarks/knn_build.py", ["--tile-size", "0"], "--tile-size"),
-    ("benchmarks/fullgraph_step.py", ["--device", "gpu0"], "--device"),
-    ("benchmarks/loss_kernels.py", ["gemm", "--save", "../results"], "--save"),
-    ("benchmarks/loss_kernels.py", ["gemm", "--tile", "0"], "--tile"),
-    ("benchmarks/loss_kernels.py", ["saved", "--tau", "0"], "--tau"),
-    ("benchmarks/loss_kernels.py", ["keys", "--n", "64", "--keys", "8", "64"], "--keys"),
-    ("benchmarks/loss_kernels.py", ["keys", "--n", "65", "--keys", "64"], "--keys"),  # 64 rows
-    ("benchmarks/loss_kernels.py", ["spectral", "--n", "1"], "--n"),
-    ("benchmarks/infonce_scale.py", ["scale", "--impls", "cuda"], "--impls"),
-    ("benchmarks/infonce_scale.py", ["scale", "--impls", "triton", "--device", "cpu"], "--impls"),
-    ("benchmarks/fullgraph_step.py", ["--json", "OUT"], "--json"),
-    ("benchmarks/distributed.py", ["--procs", "0"], "--procs"),
-    ("benchmarks/distributed.py", ["--views", "0"], "--views"),
-    ("benchmarks/distributed.py", ["--views", "100", "--procs", "3"], "--views"),
-    ("benchmarks/distributed.py", ["--methods", "nope"], "--methods"),
-    ("benchmarks/distributed.py", ["--name", "../x"], "--name"),
-    ("benchmarks/node_sweep.py", [], "configs"),
-    ("benchmarks/node_sweep.py", ["OUT/missing.json"], "missing.json"),
-    ("benchmarks/node_sweep.py", ["OUT/file.txt"], "file.txt: not JSON"),
-    ("benchmarks/node_sweep.py", ["CONFIGS", "--seeds", "0"], "--seeds"),
-    ("benchmarks/node_sweep.py", ["CONFIGS", "--dataset", "nope"], "--dataset"),
-    ("benchmarks/node_sweep.py", ["CONFIGS", "--dataset", "OUT/missing.npz"], "--dataset"),
-    ("benchmarks/node_sweep.py", ["CONFIGS", "--out", "OUT"], "--out"),
-    ("benchmarks/node_epochs.py", [], "--report"),  # neither configs nor --report
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--report", "OUT/file.txt"], "--report"),
-    ("benchmarks/node_epochs.py", ["--report", "OUT/missing.jsonl"], "--report"),
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--every", "0"], "--every"),
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--seeds", "-1"], "--seeds"),
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--dataset", "cora2"], "--dataset"),
-    ("benchmarks/node_epochs.py", ["CONFIGS", "--out", "OUT/file.txt/x.jsonl"], "--out"),
-    ("benchmarks/node_readout.py", ["--methods", "nope"], "--methods"),
-    ("benchmarks/node_readout.py", ["--seeds", "0"], "--seeds"),
-    ("benchmarks/node_readout.py", ["--hops", "1", "0"], "--hops"),
-    ("benchmarks/node_readout.py", ["--dataset", "nope"], "--dataset"),
-    ("benchmarks/node_transfer.py", ["--methods", "nope"], "--methods"),
-    ("benchmarks/node_transfer.py", ["--seeds", "0"], "--seeds"),
-    ("benchmarks/node_transfer.py", ["--homophily", "0.5", "1.5"], "--homophily"),
-    ("benchmarks/node_transfer.py", ["--plot", "OUT/plot.txt"], "--plot"),
-    ("benchmarks/node_transfer.py", ["--plot", "OUT/file.txt/p.png"], "--plot"),
-    ("benchmarks/node_transfer.py", ["--out", "OUT"], "--out"),
-    ("benchmarks/node_transfer.py", ["--report", "OUT/missing.jsonl"], "--report"),
+    ("benchmarks/accuracy/image_ssl.py", ["nope"], "'nope'"),
+    ("benchmarks/accuracy/image_ssl.py", ["throughput", "--steps", "0"], "--steps"),
+    ("benchmarks/accuracy/image_ssl.py", ["throughput", "--batch-size", "1"], "--batch-size"),
+    ("benchmarks/accuracy/image_ssl.py", ["throughput", "--arch", "vit"], "--arch"),
+    ("benchmarks/accuracy/image_ssl.py", ["throughput", "--json", "OUT"], "--json"),
+    ("benchmarks/accuracy/image_ssl.py", ["throughput", "--profile", "OUT"], "--profile"),
+    ("benchmarks/accuracy/image_ssl.py", ["variants", "--epochs", "0"], "--epochs"),
+    ("benchmarks/accuracy/image_ssl.py", ["variants", "--dataset", "nope"], "--dataset"),
+    ("benchmarks/accuracy/image_ssl.py", ["variants", "--dataset", "folder"], "--data-root"),
+    ("benchmarks/accuracy/image_ssl.py", ["variants", "--extra", "--subset", "1"], "--subset"),
+    (
+        "benchmarks/accuracy/image_ssl.py",
+        ["variants", "--extra", "--temperature", "0"],
+        "--temperature",
+    ),
+    ("benchmarks/speed/loss_kernels.py", ["nope"], "'nope'"),
+    ("benchmarks/speed/infonce_scale.py", ["infonce", "--sizes", "64", "1"], "--sizes"),
+    ("benchmarks/speed/knn_build.py", ["--k", "0"], "--k"),
+    ("benchmarks/speed/knn_build.py", ["--sizes", "8", "--k", "8"], "--k"),
+    ("benchmarks/speed/knn_build.py", ["--device", "gpu0"], "--device"),
+    ("benchmarks/speed/knn_build.py", ["--precisions", "fp8"], "--precisions"),
+    ("benchmarks/speed/knn_build.py", ["--tile-size", "0"], "--tile-size"),
+    ("benchmarks/speed/fullgraph_step.py", ["--device", "gpu0"], "--device"),
+    ("benchmarks/speed/loss_kernels.py", ["gemm", "--save", "../results"], "--save"),
+    ("benchmarks/speed/loss_kernels.py", ["gemm", "--tile", "0"], "--tile"),
+    ("benchmarks/speed/loss_kernels.py", ["saved", "--tau", "0"], "--tau"),
+    ("benchmarks/speed/loss_kernels.py", ["keys", "--n", "64", "--keys", "8", "64"], "--keys"),
+    (
+        "benchmarks/speed/loss_kernels.py",
+        ["keys", "--n", "65", "--keys", "64"],
+        "--keys",
+    ),  # 64 rows
+    ("benchmarks/speed/loss_kernels.py", ["spectral", "--n", "1"], "--n"),
+    ("benchmarks/speed/infonce_scale.py", ["scale", "--impls", "cuda"], "--impls"),
+    (
+        "benchmarks/speed/infonce_scale.py",
+        ["scale", "--impls", "triton", "--device", "cpu"],
+        "--impls",
+    ),
+    ("benchmarks/speed/fullgraph_step.py", ["--json", "OUT"], "--json"),
+    ("benchmarks/speed/distributed.py", ["--procs", "0"], "--procs"),
+    ("benchmarks/speed/distributed.py", ["--views", "0"], "--views"),
+    ("benchmarks/speed/distributed.py", ["--views", "100", "--procs", "3"], "--views"),
+    ("benchmarks/speed/distributed.py", ["--methods", "nope"], "--methods"),
+    ("benchmarks/speed/distributed.py", ["--name", "../x"], "--name"),
+    ("benchmarks/studies/node_sweep.py", [], "configs"),
+    ("benchmarks/studies/node_sweep.py", ["OUT/missing.json"], "missing.json"),
+    ("benchmarks/studies/node_sweep.py", ["OUT/file.txt"], "file.txt: not JSON"),
+    ("benchmarks/studies/node_sweep.py", ["CONFIGS", "--seeds", "0"], "--seeds"),
+    ("benchmarks/studies/node_sweep.py", ["CONFIGS", "--dataset", "nope"], "--dataset"),
+    ("benchmarks/studies/node_sweep.py", ["CONFIGS", "--dataset", "OUT/missing.npz"], "--dataset"),
+    ("benchmarks/studies/node_sweep.py", ["CONFIGS", "--out", "OUT"], "--out"),
+    ("benchmarks/studies/node_epochs.py", [], "--report"),  # neither configs nor --report
+    ("benchmarks/studies/node_epochs.py", ["CONFIGS", "--report", "OUT/file.txt"], "--report"),
+    ("benchmarks/studies/node_epochs.py", ["--report", "OUT/missing.jsonl"], "--report"),
+    ("benchmarks/studies/node_epochs.py", ["CONFIGS", "--every", "0"], "--every"),
+    ("benchmarks/studies/node_epochs.py", ["CONFIGS", "--seeds", "-1"], "--seeds"),
+    ("benchmarks/studies/node_epochs.py", ["CONFIGS", "--dataset", "cora2"], "--dataset"),
+    ("benchmarks/studies/node_epochs.py", ["CONFIGS", "--out", "OUT/file.txt/x.jsonl"], "--out"),
+    ("benchmarks/studies/node_readout.py", ["--methods", "nope"], "--methods"),
+    ("benchmarks/studies/node_readout.py", ["--seeds", "0"], "--seeds"),
+    ("benchmarks/studies/node_readout.py", ["--hops", "1", "0"], "--hops"),
+    ("benchmarks/studies/node_readout.py", ["--dataset", "nope"], "--dataset"),
+    ("benchmarks/decisions/node_transfer.py", ["--methods", "nope"], "--methods"),
+    ("benchmarks/decisions/node_transfer.py", ["--seeds", "0"], "--seeds"),
+    ("benchmarks/decisions/node_transfer.py", ["--homophily", "0.5", "1.5"], "--homophily"),
+    ("benchmarks/decisions/node_transfer.py", ["--plot", "OUT/plot.txt"], "--plot"),
+    ("benchmarks/decisions/node_transfer.py", ["--plot", "OUT/file.txt/p.png"], "--plot"),
+    ("benchmarks/decisions/node_transfer.py", ["--out", "OUT"], "--out"),
+    ("benchmarks/decisions/node_transfer.py", ["--report", "OUT/missing.jsonl"], "--report"),
 ]
 # a configuration list's entries, checked while parsing: (file content, what the line names);
 # the fields' own checks are cl2gnn.node.config.check_field's (tested with NodeConfig): here
@@ -172,19 +184,22 @@ CONFIG_ERRORS = [
 DEVICE_ERRORS = [
     ("cl2gnn simclr", ["--device", "cuda:99", *TINY]),
     ("cl2gnn simsiam", ["--device", "cuda:99", *TINY]),
-    ("benchmarks/image_ssl.py", ["throughput", "--arch", "convnet", "--device", "cuda:99"]),
-    ("benchmarks/image_ssl.py", ["variants", "--extra", "--device", "cuda:99"]),
     (
-        "benchmarks/infonce_scale.py",
+        "benchmarks/accuracy/image_ssl.py",
+        ["throughput", "--arch", "convnet", "--device", "cuda:99"],
+    ),
+    ("benchmarks/accuracy/image_ssl.py", ["variants", "--extra", "--device", "cuda:99"]),
+    (
+        "benchmarks/speed/infonce_scale.py",
         ["scale", "--impls", "tiled", "--sizes", "2", "--device", "cuda:99"],
     ),
-    ("benchmarks/knn_build.py", ["--sizes", "20", "--k", "2", "--device", "cuda:99"]),
-    ("benchmarks/fullgraph_step.py", ["--nodes", "20", "--device", "cuda:99"]),
+    ("benchmarks/speed/knn_build.py", ["--sizes", "20", "--k", "2", "--device", "cuda:99"]),
+    ("benchmarks/speed/fullgraph_step.py", ["--nodes", "20", "--device", "cuda:99"]),
 ]
 if not torch.cuda.is_available():
     DEVICE_ERRORS += [
         ("cl2gnn simclr", ["--device", "cuda", *TINY]),
-        ("benchmarks/distributed.py", ["--device", "cuda", "--procs", "1", "--views", "2"]),
+        ("benchmarks/speed/distributed.py", ["--device", "cuda", "--procs", "1", "--views", "2"]),
     ]
 
 
@@ -218,8 +233,8 @@ def out(tmp_path, monkeypatch):
     (folder / "file.txt").write_text("the user's")
     monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # their `from _results import`
-    import _results
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # adversarial.py's `import _adversarial`
+    from benchmarks._shared import results as _results
 
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
 
@@ -266,17 +281,21 @@ def test_argument_error_is_one_line_exit_2_nothing_written(
     assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
 
 
-BENCHMARKS = sorted(p.name for p in (ROOT / "benchmarks").glob("[!_]*.py"))
+BENCHMARKS = sorted(
+    str(p.relative_to(ROOT))
+    for p in (ROOT / "benchmarks").rglob("[!_]*.py")
+    if "_shared" not in p.parts
+)
 
 
-@pytest.mark.parametrize("name", BENCHMARKS)
-def test_every_benchmark_refuses_an_unknown_option_in_one_line(out, capsys, monkeypatch, name):
+@pytest.mark.parametrize("script", BENCHMARKS)
+def test_every_benchmark_refuses_an_unknown_option_in_one_line(out, capsys, monkeypatch, script):
     """Each script's parser fails like a tool (none is argparse's own, whose error prints
     the usage block too), before any work."""
-    code = run_script(f"benchmarks/{name}", ["--no-such-option"], monkeypatch)
+    code = run_script(script, ["--no-such-option"], monkeypatch)
     lines = capsys.readouterr().err.splitlines()
     assert code == 2 and len(lines) == 1, lines
-    assert lines[0].startswith(f"{name}: error: "), lines[0]
+    assert lines[0].startswith(f"{Path(script).name}: error: "), lines[0]
     assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]
 
 
@@ -286,7 +305,9 @@ def test_adversarial_refuses_a_word_naming_no_category(out, capsys, monkeypatch)
     assert_one_line_naming(code, capsys.readouterr().err, "adversarial.py", "nosuchcategory")
 
 
-@pytest.mark.parametrize("script", ["benchmarks/node_sweep.py", "benchmarks/node_epochs.py"])
+@pytest.mark.parametrize(
+    "script", ["benchmarks/studies/node_sweep.py", "benchmarks/studies/node_epochs.py"]
+)
 @pytest.mark.parametrize(("content", "named"), CONFIG_ERRORS, ids=[c for c, _ in CONFIG_ERRORS])
 def test_configuration_list_checked_entry_by_entry(
     out, capsys, monkeypatch, script, content, named
@@ -300,7 +321,9 @@ def test_configuration_list_checked_entry_by_entry(
     assert sorted(p.name for p in out.parent.rglob("*")) == ["configs.json", "file.txt", "out"]
 
 
-@pytest.mark.parametrize("script", ["benchmarks/node_epochs.py", "benchmarks/node_transfer.py"])
+@pytest.mark.parametrize(
+    "script", ["benchmarks/studies/node_epochs.py", "benchmarks/decisions/node_transfer.py"]
+)
 @pytest.mark.parametrize(
     ("content", "named"),
     [
@@ -326,10 +349,9 @@ def test_report_of_a_file_it_did_not_write_names_the_file(
 def test_dataset_without_a_public_split_refused_before_training(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(cmdline.DEBUG_VARIABLE, raising=False)
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     monkeypatch.setattr("cl2gnn.apps.node.run_node", lambda *a, **k: pytest.fail("trained"))
     args = [CONFIGS, "--dataset", "digits-knn", "--out", str(tmp_path / "runs" / "r.jsonl")]
-    code = run_script("benchmarks/node_sweep.py", args, monkeypatch)
+    code = run_script("benchmarks/studies/node_sweep.py", args, monkeypatch)
     assert_one_line_naming(code, capsys.readouterr().err, "node_sweep.py", "no public split")
     assert list(tmp_path.iterdir()) == []
 
@@ -358,11 +380,11 @@ def test_argument_errors_import_no_heavy_module(tmp_path):
     ]
     configs = tmp_path / "configs.json"
     configs.write_text(CONFIG_ERRORS[0][0])
-    cases += [(str(ROOT / "benchmarks/node_sweep.py"), [str(configs)])]
+    cases += [(str(ROOT / "benchmarks/studies/node_sweep.py"), [str(configs)])]
     cases += [(path(script), ["--help"]) for script in {c[0] for c in ARGUMENT_ERRORS}]
     code = (
         "import runpy, sys\n"
-        f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
         f"sys.modules.update(dict.fromkeys({HEAVY_MODULES!r}))  # import raises ImportError\n"
         "imported = []\n"
         f"for script, args in {cases!r}:\n"
@@ -579,7 +601,7 @@ def test_merge_with_an_unreadable_results_file_fails_before_measuring(out, capsy
     results.mkdir()
     (results / "distributed_infonce.json").write_text('{"rows": [[8192, 1, "ring"')
     args = ["--merge", "--procs", "1", "--views", "2", "--repeats", "1"]
-    code = run_script("benchmarks/distributed.py", args, monkeypatch)
+    code = run_script("benchmarks/speed/distributed.py", args, monkeypatch)
     err = capsys.readouterr().err
     assert_one_line_naming(code, err, "distributed.py", "distributed_infonce.json")
     assert "cannot merge" in err
@@ -591,11 +613,9 @@ def test_node_benchmark_entries_are_checked_by_the_library(monkeypatch):
     the library's own message."""
     import argparse
 
+    from benchmarks._shared import node_args as _node_args
     from cl2gnn.node import NodeConfig
     from cl2gnn.node.config import check_field
-
-    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
-    import _node_args
 
     _node_args.check_entry(json.loads(json.dumps({"method": "grace", **NodeConfig().as_dict()})))
     with pytest.raises(argparse.ArgumentTypeError) as refused:
@@ -636,12 +656,12 @@ def test_transfer_plot_appears_only_whole(out, capsys, monkeypatch, fails):
     plot = out / "plot.png"
     args = ["--report", str(report), "--plot", str(plot)]
     if fails:
-        code = run_script("benchmarks/node_transfer.py", args, monkeypatch)
+        code = run_script("benchmarks/decisions/node_transfer.py", args, monkeypatch)
         assert_one_line_naming(code, capsys.readouterr().err, "node_transfer.py", "No space left")
         assert sorted(p.name for p in out.iterdir()) == ["file.txt", "results.jsonl"]
     else:
         monkeypatch.setattr(sys, "argv", ["node_transfer.py", *args])
-        runpy.run_path(str(ROOT / "benchmarks/node_transfer.py"), run_name="__main__")
+        runpy.run_path(str(ROOT / "benchmarks/decisions/node_transfer.py"), run_name="__main__")
         assert "| csbm-h0.9 | 2000 | 50.00 ± 1.00 | 70.00 ± 1.00 |" in capsys.readouterr().out
         assert sorted(p.name for p in out.iterdir()) == ["file.txt", "plot.png", "results.jsonl"]
         assert plot.read_bytes().startswith(b"\x89PNG")
@@ -653,6 +673,6 @@ def test_node_select_refuses_only_in_one_line_writing_nothing(out, capsys, monke
     scripts must refuse their arguments before any heavy import.)"""
     candidates = str(ROOT / "benchmarks/configs/default_candidates.json")
     monkeypatch.chdir(out.parent)
-    code = run_script("benchmarks/node_select.py", [candidates, *args], monkeypatch)
+    code = run_script("benchmarks/decisions/node_select.py", [candidates, *args], monkeypatch)
     assert_one_line_naming(code, capsys.readouterr().err, "node_select.py", "--only")
     assert sorted(p.name for p in out.parent.rglob("*")) == ["file.txt", "out"]

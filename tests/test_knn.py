@@ -375,10 +375,7 @@ def test_spherical_kmeans_refuses_bad_arguments():
 def test_knn_build_checks_each_precision_and_names_the_default(monkeypatch):
     """The benchmark's rows: each tile precision checked against float64 brute force, the
     reduced one with its share of rows searched again, and the default's choice named."""
-    from pathlib import Path
-
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import knn_build
+    from benchmarks.speed import knn_build
 
     rows = knn_build.run_knn([300], 8, 5, "cpu", 300, 0, ["full", "bf16"], 64)
     full, bf16, default = rows[:3]

@@ -333,14 +333,8 @@ def test_cli_save_and_embed(tmp_path, capsys):
 def test_one_verdict_from_the_library_the_command_and_the_benchmarks(
     field, value, flag, capsys, tmp_path
 ):
-    import sys
-    from pathlib import Path
+    from benchmarks._shared import node_args as _node_args
 
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
-    try:
-        import _node_args
-    finally:
-        sys.path.pop(0)
     with pytest.raises(ValueError, match=f"NodeConfig.{field}") as library:
         NodeConfig(**{field: value})
     out = tmp_path / "r.json"
