@@ -1,6 +1,7 @@
-"""One format for every benchmark's results, read by ``results_page.py`` to write
-``RESULTS.md``: ``benchmarks/results/<name>.json`` holds one table with the command that
-printed it, the machine and the date."""
+"""One format for every benchmark's results, read by ``benchmarks.results_page`` to write
+``RESULTS.md`` and the topics' pages: ``benchmarks/results/<name>.json`` holds one table with
+the command that printed it, the machine and the date, and, where the table keeps rows of
+earlier runs (:func:`earlier_rows`), each of those runs' command and machine."""
 
 from __future__ import annotations
 
@@ -10,21 +11,30 @@ import os
 import platform
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from cl2gnn.apps import cmdline
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository
 RESULTS_DIR = ROOT / "benchmarks" / "results"
-# a table's topic -> the question its section of the page answers, in the page's order
+
+
+@dataclass(frozen=True)
+class Topic:
+    question: str  # the title of its page and its row of the summary
+    page: str  # its page: results/<page>.md
+
+
+# a table's topic, in the summary's order
 TOPICS = {
-    "Node classification": "Accuracy per graph and method",
-    "Reproduction": "Reproduction against the authors' code",
-    "Speed": "Speed against the peers",
-    "Scale": "Memory at scale",
-    "Image SSL": "Image SSL",
-    "Reliability": "Reliability against an adversarial user",
-    "Operators": "The operator contract",
+    "Node classification": Topic("Accuracy per graph and method", "accuracy"),
+    "Reproduction": Topic("Reproduction against the authors' code", "reproduction"),
+    "Speed": Topic("Speed against the peers", "speed"),
+    "Scale": Topic("Memory at scale", "scale"),
+    "Image SSL": Topic("Image SSL", "image-ssl"),
+    "Operators": Topic("The operator contract", "operators"),
+    "Reliability": Topic("Reliability against an adversarial user", "reliability"),
 }
 
 
@@ -83,7 +93,9 @@ def save_table(
 ) -> Path:
     """Write one table to ``results/<name>.json`` (a re-run replaces it). ``command``
     defaults to this process's own command line; ``config`` (the configurations the rows
-    ran, JSON) is kept beside the table rather than written into its notes."""
+    ran, JSON) is kept beside the table rather than written into its notes. Rows that an
+    earlier run measured (labelled by :func:`earlier_rows`) keep that run's command and
+    machine in the field ``earlier`` (:func:`earlier_runs`)."""
     if not cmdline.FILE_STEM.fullmatch(name):
         raise ValueError(f"name must be a plain file stem (letters, digits, _ . -), got {name!r}")
     if topic not in TOPICS:
@@ -92,6 +104,7 @@ def save_table(
         raise ValueError("every row needs one cell per column")
     if command is None:
         command = shlex.join(["python", "-m", module_of(sys.argv[0]), *sys.argv[1:]])
+    earlier = earlier_runs(name, rows)
     record = {
         "topic": topic,
         "title": title,
@@ -102,6 +115,8 @@ def save_table(
         "rows": rows,
         "notes": notes,
     }
+    if earlier:
+        record["earlier"] = earlier
     if config is not None:
         record["config"] = config
     RESULTS_DIR.mkdir(exist_ok=True)
@@ -112,7 +127,36 @@ def save_table(
     return path
 
 
-MEASURED = " (measured "
+MEASURED = " (measured "  # a kept row's first cell: "<label> (measured <date>)"
+
+
+def measured_on(row: list) -> str | None:
+    """The date an earlier run measured ``row`` on (its first cell's label), else None."""
+    label = row[0] if row and isinstance(row[0], str) else ""
+    return label.partition(MEASURED)[2].rstrip(")") or None
+
+
+def earlier_runs(name: str, rows: list[list]) -> dict[str, dict]:
+    """Date -> the command and machine of each earlier run whose rows ``rows`` keep, read
+    from the table ``results/<name>.json`` they were kept from, so that the page shows each
+    run's rows apart, under its own command. ``ValueError`` for a date no run of that table
+    is known by, or for rows of two runs of one date, which the labels cannot tell apart."""
+    dates = sorted({date for row in rows if (date := measured_on(row))})
+    if not dates:
+        return {}
+    table = saved_table(name) or {}
+    runs = dict(table.get("earlier", {}))
+    if table:
+        own = {"command": table["command"], "machine": table["machine"]}
+        if runs.setdefault(table["date"], own) != own and table["date"] in dates:
+            raise ValueError(
+                f"{name}: rows of two runs of {table['date']} cannot be told apart; "
+                "re-run the rows of one of them"
+            )
+    unknown = [date for date in dates if date not in runs]
+    if unknown:
+        raise ValueError(f"{name}: rows measured on {', '.join(unknown)} by no known run")
+    return {date: runs[date] for date in dates}
 
 
 def saved_table(name: str) -> dict | None:
