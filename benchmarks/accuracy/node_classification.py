@@ -207,12 +207,19 @@ def merged_results(journal: Journal) -> dict[tuple[str, str], dict]:
     return {key: merge(group) for key, group in parts.items()}
 
 
-def cell(result: dict, seeds: int | None = None) -> str:
-    """``mean ± std``, with the seed count where it is not the graph's (``seeds``)."""
-    text = f"{result['score_mean']:.2f} ± {result['score_std']:.2f}"
-    if seeds is None or len(result["seeds"]) == seeds:
-        return text
-    return f"{text} ({len(result['seeds'])} seeds)"
+def row_seeds(results: list[dict]) -> int | str:
+    """A row's column ``seeds``: its results' seed count, or their range where they differ
+    (a row of one seed says so, and is not read as a mean over seeds)."""
+    counts = sorted({len(result["scores"]) for result in results})
+    return counts[0] if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+
+
+def cell(result: dict, seeds: int | str) -> str:
+    """The mean, ``± std`` over more than one seed, and the cell's seed count where it is not
+    its row's ``seeds``."""
+    n = len(result["scores"])
+    text = f"{result['score_mean']:.2f}" + (f" ± {result['score_std']:.2f}" if n > 1 else "")
+    return text if n == seeds else f"{text} ({n} seeds)"
 
 
 def write_tables(
@@ -229,13 +236,16 @@ def write_tables(
     measured = all((g, head) in results for g in graphs)
     first = {g: results[g, head] for g in graphs} if measured else {}
     seeds = {g: len(first[g]["seeds"]) if measured else protocol_seeds(g) for g in graphs}
-    columns = ["method"] + [
+    columns = ["method", "seeds"] + [
         f"{g} ({some[g]['protocol']}, {some[g]['metric'].replace('_', '-')})" for g in graphs
     ]
     earlier = earlier_rows("node_classification", columns=columns)
     rows = []
     if measured:
-        rows += [[name] + [cell(first[g]["baselines"][name]) for g in graphs] for name in BASELINES]
+        for name in BASELINES:
+            scored = [first[g]["baselines"][name] for g in graphs]
+            n = row_seeds(scored)
+            rows.append([name, n, *(cell(result, n) for result in scored)])
     else:
         rows += [earlier[name] for name in BASELINES if name in earlier]
     for m in methods:
@@ -245,19 +255,21 @@ def write_tables(
                 label = f"default ({', '.join(resolved)})"
             else:
                 label = m
+            n = row_seeds([results[g, m] for g in graphs if (g, m) in results])
             rows.append(
-                [label]
-                + [cell(results[g, m], seeds[g]) if (g, m) in results else None for g in graphs]
+                [label, n] + [cell(results[g, m], n) if (g, m) in results else None for g in graphs]
             )
         elif m in earlier:
             rows.append(earlier[m])
     for name, numbers in ANCHORS.items():
-        rows.append([f"{name} (published)"] + [numbers.get(g) for g in graphs])
+        rows.append([f"{name} (published)", None] + [numbers.get(g) for g in graphs])
     if measured:
-        rows.append([f"target for {head} (see the notes)"] + [target(g, first[g]) for g in graphs])
+        rows.append(
+            [f"target for {head} (see the notes)", None] + [target(g, first[g]) for g in graphs]
+        )
         untrained = [first[g]["baselines"]["untrained encoder"]["score_mean"] for g in graphs]
         rows.append(
-            [f"{head} minus its untrained encoder"]
+            [f"{head} minus its untrained encoder", None]
             + [f"{first[g]['score_mean'] - u:+.2f}" for g, u in zip(graphs, untrained, strict=True)]
         )
     else:
@@ -275,8 +287,9 @@ def write_tables(
     else:  # the earlier run's, with its rows
         configs = saved_table("node_classification")["config"]["configurations"] if earlier else {}
     notes = (
-        "Score in percent, mean ± std over the seeds (Cora: a training run and a random split "
-        "per seed; heterophilous graphs: seed i trains on and is probed with shipped split i). "
+        "Score in percent, mean ± std over the seeds (column seeds; a row of one seed: its "
+        "score alone; Cora: a training run and a random split per seed; heterophilous graphs: "
+        "seed i trains on and is probed with shipped split i). "
         "Frozen embeddings, logistic regression (L2-normalised, C on the validation nodes; by "
         "5-fold CV under the GRACE protocol). Baselines on the same splits: the probe on the raw "
         "features (L2-normalised; standardised) and the first method's encoder at its random "
@@ -296,9 +309,10 @@ def write_tables(
         command=command,
         config={"overrides": overrides, "configurations": configs},
     )
-    earlier_ms = earlier_rows("node_classification_time", columns=["method", *graphs])
+    earlier_ms = earlier_rows("node_classification_time", columns=["method", "seeds", *graphs])
     time_rows = [
-        [m] + [round(results[g, m]["epoch_ms"]) if (g, m) in results else None for g in graphs]
+        [m, row_seeds([results[g, m] for g in graphs if (g, m) in results])]
+        + [round(results[g, m]["epoch_ms"]) if (g, m) in results else None for g in graphs]
         if any((g, m) in results for g in graphs)
         else earlier_ms[m]
         for m in methods
@@ -308,7 +322,7 @@ def write_tables(
         "node_classification_time",
         "Speed",
         "Training time of the accuracy table: ms per epoch",
-        ["method", *graphs],
+        ["method", "seeds", *graphs],
         time_rows,
         notes="Mean wall time of a training epoch (the first left out), mean over the seeds; "
         "one process, the machine's cores.",

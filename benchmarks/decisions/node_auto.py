@@ -66,9 +66,10 @@ def single_default() -> dict[str, tuple[float, float]]:
     table = json.loads((RESULTS_DIR / "node_classification.json").read_text())
     row = next(r for r in table["rows"] if str(r[0]).startswith("default"))
     out = {}
-    for column, cell in zip(table["columns"][1:], row[1:], strict=True):
-        mean, std = (float(v) for v in cell.split(" (")[0].split(" ± "))
-        out[column.split(" (")[0]] = (mean, std)
+    for column, cell in zip(table["columns"], row, strict=True):
+        if column not in ("method", "seeds"):
+            mean, std = (float(v) for v in cell.split(" (")[0].split(" ± "))
+            out[column.split(" (")[0]] = (mean, std)
     return out
 
 

@@ -58,7 +58,7 @@ FORMS = {
 TITLES = {
     "infonce": "Exact InfoNCE at scale: dense vs GRACE-chunked vs tiled (forward + backward)",
     "scale": "Exact log-partition at scale on one GPU: Triton against torch tiled",
-    "crossover": "Exact forms of the log-partition against N, and auto's choice",
+    "crossover": "Exact forms of the {computation} against N, and auto's choice",
 }
 
 
@@ -350,7 +350,8 @@ def main() -> None:
                 args.computation,
             )
             table = crossover_table(rows, args.forms, args.dim, args.device, args.computation)
-            output(args, rows, table, "Speed", TITLES["crossover"], args.device)
+            title = TITLES["crossover"].format(computation=args.computation)
+            output(args, rows, table, "Speed", title, args.device)
             return
         rows = run_scale(args.sizes, args.dim, args.dtype, args.impls, args.tile, args.device)
         columns = ["implementation", "N", "dtype", "s (forward + backward)", "peak MB"]

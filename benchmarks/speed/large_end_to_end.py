@@ -111,7 +111,7 @@ def table(records: list[dict]) -> None:
     save_table(
         "node_large_end_to_end",
         "Scale",
-        "One whole epoch, the layer-wise embedding and the probe at ogbn-products' size",
+        "One whole epoch, the layer-wise embedding and the probe at ogbn-products' size, one seed",
         [
             "graph",
             "training",

@@ -118,7 +118,7 @@ def save_node_large(rows: list) -> None:
     save_table(
         "node_large",
         "Scale",
-        "Node contrastive learning on generated graphs of OGB size (contextual SBM)",
+        "Node contrastive learning on generated graphs of OGB size (contextual SBM), one seed",
         [
             "graph",
             "training",
