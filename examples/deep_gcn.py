@@ -6,7 +6,7 @@ Guo et al., ICLR 2023).
     CL2GNN_DATA=/work/shared/data python examples/deep_gcn.py   # reads planetoid/Cora/raw
 
 The whole study (depths 2 to 64, BatchNorm, PairNorm, DiffGroupNorm) is
-``benchmarks/depth.py``; its table is on ``benchmarks/RESULTS.md``.
+``benchmarks/accuracy/depth.py``; its table is on ``benchmarks/results/accuracy.md``.
 """
 
 import argparse

@@ -5,6 +5,7 @@ option, exit status 2, no traceback; and, for argument errors, no heavy module i
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import subprocess
 import sys
@@ -37,12 +38,13 @@ def run_in_process(script, args, monkeypatch):
     return exit_info.value.code
 
 
-def heavy_imports(cases, cwd: Path, prelude: str = "") -> list[str]:
+def heavy_imports(cases, cwd: Path, prelude: str = "", root: Path | None = None) -> list[str]:
     """The cases among ``[(script or command, args), ...]`` that import a heavy module,
     run one after the other in a fresh interpreter where the heavy modules are blocked, so
     that a case whose check is missing fails at its first heavy import (naming the case)
     instead of starting a run. ``prelude`` is code run first (what resolves a script's
-    helpers)."""
+    helpers); ``root``: a folder whose packages the scripts import (the repository's, for
+    ``benchmarks``), as ``python -m`` from it would find them."""
     code = (
         "import json, runpy, sys\n"
         f"{prelude}\n"
@@ -61,7 +63,8 @@ def heavy_imports(cases, cwd: Path, prelude: str = "") -> list[str]:
         "        imported.append(f'{script} {args}: {error}')\n"
         "print(json.dumps(imported))\n"
     )
+    env = {**os.environ, "PYTHONPATH": str(root)} if root else None
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, check=True
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd, check=True, env=env
     )
     return json.loads(result.stdout.splitlines()[-1])

@@ -6,11 +6,9 @@ import sys
 
 import torch
 
+from benchmarks._shared import results as _results
+from benchmarks.speed import fullgraph_step, knn_build
 from cl2gnn.graphs import _faiss, knn_graph
-
-from ._scripts import SCRIPTS, load
-
-knn_build = load("knn_build")
 
 
 def test_knn_exactness_accepts_the_exact_graph_and_flags_a_wrong_neighbor():
@@ -38,14 +36,15 @@ def test_knn_exactness_in_chunks_flags_exactly_the_wrong_row():
 def test_saved_operator_table_is_the_printed_one(tmp_path, monkeypatch, capsys):
     """``--save NAME``: the results page's table holds the printed table's columns and cells,
     under the benchmark's topic, with the command that printed it."""
-    monkeypatch.setattr(load("_results"), "RESULTS_DIR", tmp_path)
-    argv = [SCRIPTS["fullgraph_step"], "--nodes", "40", "--dim", "8"]
+
+    monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path)
+    argv = ["benchmarks/speed/fullgraph_step.py", "--nodes", "40", "--dim", "8"]
     monkeypatch.setattr(sys, "argv", [*argv, "--save", "fullgraph_tiny"])
-    load("fullgraph_step").main()
+    fullgraph_step.main()
     printed = capsys.readouterr().out.splitlines()
     saved = json.loads((tmp_path / "fullgraph_tiny.json").read_text())
     assert saved["topic"] == "Scale" and saved["title"] == "Full-graph GRACE step on a large graph"
-    assert saved["command"].startswith(f"python {SCRIPTS['fullgraph_step']} --nodes 40")
+    assert saved["command"].startswith("python -m benchmarks.speed.fullgraph_step --nodes 40")
     assert printed[0] == "| " + " | ".join(saved["columns"]) + " |"
     assert printed[2] == "| " + " | ".join(saved["rows"][0]) + " |"
     assert dict(zip(saved["columns"], saved["rows"][0], strict=True))["nodes"] == "40"

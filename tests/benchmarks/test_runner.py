@@ -1,10 +1,8 @@
-"""benchmarks/_runner.py: a long benchmark stopped part-way carries on where it stopped."""
+"""benchmarks/_shared/runner.py: a long benchmark stopped part-way carries on where it stopped."""
 
 import pytest
 
-from ._scripts import load
-
-Journal = load("_runner").Journal
+from benchmarks._shared.runner import Journal
 
 
 def tasks(measured: list, keys=("a", "b", "c")):
@@ -55,12 +53,13 @@ def test_a_damaged_line_before_the_last_names_the_file_and_line(tmp_path):
 
 def test_node_classification_merges_its_parts_into_one_row(tmp_path, monkeypatch):
     """The journal's parts of a (graph, method), each a ``cl2gnn node --json`` result, make
-    one row: scores joined, mean and std over all of them, the seed count named where it is
-    not the first method's; the configurations in the table's config field."""
+    one row: scores joined, mean and std over all of them; the row's seed count in the
+    column seeds (their range where its graphs differ, each cell's count then named), one
+    seed's score without a spread; the configurations in the table's config field."""
     import json
 
-    import _results
-    import node_classification as nc
+    from benchmarks._shared import results as _results
+    from benchmarks.accuracy import node_classification as nc
 
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
     baselines = {
@@ -74,20 +73,31 @@ def test_node_classification_merges_its_parts_into_one_row(tmp_path, monkeypatch
         return result | ({"baselines": baselines} if method == "grace" else {})
 
     journal = Journal(tmp_path / "node.jsonl")
-    journal.add(("texas", "grace", 0), part("grace", 0, 70.0))
-    journal.add(("texas", "grace", 1), part("grace", 1, 80.0))
-    journal.add(("texas", "bgrl", 0), part("bgrl", 0, 60.0))
-    nc.write_tables(["texas"], ["grace", "bgrl"], journal, "python x.py", {"bgrl": {"epochs": 2}})
+    for graph in ("texas", "cornell"):
+        journal.add((graph, "grace", 0), part("grace", 0, 70.0))
+        journal.add((graph, "grace", 1), part("grace", 1, 80.0))
+        journal.add((graph, "bgrl", 0), part("bgrl", 0, 60.0))
+    journal.add(("cornell", "bgrl", 1), part("bgrl", 1, 70.0))
+    graphs = ["texas", "cornell"]
+    nc.write_tables(graphs, ["grace", "bgrl"], journal, "python x.py", {"bgrl": {"epochs": 2}})
     table = json.loads((tmp_path / "results" / "node_classification.json").read_text())
-    rows = {row[0]: row[1] for row in table["rows"]}
-    assert rows["grace"] == "75.00 ± 5.00" and rows["bgrl"] == "60.00 ± 0.00 (1 seeds)"
-    assert (
-        rows["raw features"] == "50.00 ± 0.00" and rows["target for grace (see the notes)"] == "met"
-    )
+    assert table["columns"][:2] == ["method", "seeds"]
+    rows = {row[0]: row[1:] for row in table["rows"]}
+    assert rows["grace"] == [2, "75.00 ± 5.00", "75.00 ± 5.00"]
+    assert rows["bgrl"] == ["1-2", "60.00 (1 seeds)", "65.00 ± 5.00 (2 seeds)"]
+    assert rows["raw features"] == [2, "50.00 ± 0.00", "50.00 ± 0.00"]
+    assert rows["target for grace (see the notes)"] == [None, "met", "met"]
     assert table["config"] == {
         "overrides": {"bgrl": {"epochs": 2}},
-        "configurations": {"texas": {"out_channels": 16}},
+        "configurations": {"texas, cornell": {"out_channels": 16}},
     }
+    journal = Journal(tmp_path / "one.jsonl")  # every row of one seed
+    journal.add(("texas", "grace", 0), part("grace", 0, 70.0))
+    journal.add(("texas", "bgrl", 0), part("bgrl", 0, 60.0))
+    nc.write_tables(["texas"], ["grace", "bgrl"], journal, "python x.py", {})
+    table = json.loads((tmp_path / "results" / "node_classification.json").read_text())
+    rows = {row[0]: row[1:] for row in table["rows"]}
+    assert rows["grace"] == [1, "70.00"] and rows["bgrl"] == [1, "60.00"]
 
 
 def test_node_classification_keeps_the_earlier_rows_of_methods_not_in_the_journal(
@@ -95,23 +105,25 @@ def test_node_classification_keeps_the_earlier_rows_of_methods_not_in_the_journa
 ):
     """A method re-measured replaces its row; one without parts, and the baselines and target
     rows of a first method without parts, keep the earlier table's rows, labelled with the
-    date they were measured; so does the time table."""
+    date they were measured, and the table names the run that measured them; so does the
+    time table."""
     import json
 
-    import _results
-    import node_classification as nc
+    from benchmarks._shared import results as _results
+    from benchmarks.accuracy import node_classification as nc
 
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
     monkeypatch.setattr(nc, "protocol_seeds", lambda graph: 10)  # texas's: no data read
-    columns = ["method", "texas (splits, accuracy)"]
-    earlier = [[name, "50.00 ± 1.00"] for name in nc.BASELINES]
-    earlier += [["default (cca_ssg)", "80.00 ± 2.00"], ["grace", "70.00 ± 0.00 (1 seeds)"]]
-    earlier += [["target for default (see the notes)", "met"]]
-    earlier += [["default minus its untrained encoder", "+30.00"]]
+    columns = ["method", "seeds", "texas (splits, accuracy)"]
+    earlier = [[name, 10, "50.00 ± 1.00"] for name in nc.BASELINES]
+    earlier += [["default (cca_ssg)", 10, "80.00 ± 2.00"], ["grace", 1, "70.00"]]
+    earlier += [["target for default (see the notes)", None, "met"]]
+    earlier += [["default minus its untrained encoder", None, "+30.00"]]
     config = {"configurations": {"texas": {"hidden": 16}}}
+    times = [["default", 10, 5], ["grace", 1, 7]]
     for name, rows, cols in (
         ("node_classification", earlier, columns),
-        ("node_classification_time", [["default", 5], ["grace", 7]], ["method", "texas"]),
+        ("node_classification_time", times, ["method", "seeds", "texas"]),
     ):
         _results.save_table(name, "Speed", "t", cols, rows, command="c", config=config)
     old = json.loads((tmp_path / "results" / "node_classification.json").read_text())["date"]
@@ -122,15 +134,17 @@ def test_node_classification_keeps_the_earlier_rows_of_methods_not_in_the_journa
     journal.add(("texas", "grace", 0), part)
     nc.write_tables(["texas"], ["default", "grace"], journal, "python x.py", {})
     table = json.loads((tmp_path / "results" / "node_classification.json").read_text())
-    rows = {row[0]: row[1] for row in table["rows"]}
+    rows = {row[0]: row[1:] for row in table["rows"]}
     label = f" (measured {old})"
-    assert rows[f"raw features{label}"] == "50.00 ± 1.00"
-    assert rows[f"default (cca_ssg){label}"] == "80.00 ± 2.00"
-    assert rows[f"target for default (see the notes){label}"] == "met"
-    assert rows["grace"] == "60.00 ± 0.00 (1 seeds)"  # measured now, against the 10 seeds
+    assert rows[f"raw features{label}"] == [10, "50.00 ± 1.00"]
+    assert rows[f"default (cca_ssg){label}"] == [10, "80.00 ± 2.00"]
+    assert rows[f"target for default (see the notes){label}"] == [None, "met"]
+    assert rows["grace"] == [1, "60.00"]  # measured now
     assert table["config"]["configurations"] == {"texas": {"hidden": 16}}
+    assert table["command"] == "python x.py" and table["earlier"][old]["command"] == "c"
     times = json.loads((tmp_path / "results" / "node_classification_time.json").read_text())
-    assert times["rows"] == [[f"default{label}", 5], ["grace", 9]]
+    assert times["rows"] == [[f"default{label}", 10, 5], ["grace", 1, 9]]
+    assert times["earlier"][old]["command"] == "c"
 
 
 def test_node_select_ranks_earlier_rows_with_the_measured_candidates(tmp_path, monkeypatch):
@@ -138,8 +152,8 @@ def test_node_select_ranks_earlier_rows_with_the_measured_candidates(tmp_path, m
     scores, read off the cell, take part in the ranking: tied means share their ranks."""
     import json
 
-    import _results
-    import node_select as ns
+    from benchmarks._shared import results as _results
+    from benchmarks.decisions import node_select as ns
 
     monkeypatch.setattr(_results, "RESULTS_DIR", tmp_path / "results")
     columns = ["candidate", "texas", "cornell", "mean validation rank"]

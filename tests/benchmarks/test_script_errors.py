@@ -14,7 +14,7 @@ from cl2gnn.cli import cmdline
 from cl2gnn.node.methods import METHODS
 
 from .._tool_errors import assert_one_line_naming, heavy_imports, run_in_process
-from ._scripts import COMMANDS, load, path
+from ._scripts import COMMANDS, ROOT, load, path
 
 # (script, arguments, what the message must name); OUT stands for tmp_path/out, which holds
 # the user's file.txt, CONFIGS for a shipped configuration list
@@ -276,7 +276,7 @@ def test_argument_errors_import_no_heavy_module(tmp_path):
         f"spec = importlib.util.spec_from_file_location('_scripts', {str(helper)!r})\n"
         "spec.loader.exec_module(importlib.util.module_from_spec(spec))"
     )
-    assert heavy_imports(cases, tmp_path, prelude) == []
+    assert heavy_imports(cases, tmp_path, prelude, root=ROOT) == []
 
 
 def test_merge_with_an_unreadable_results_file_fails_before_measuring(out, capsys, monkeypatch):

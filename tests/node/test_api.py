@@ -25,8 +25,6 @@ from cl2gnn.node import (
 from cl2gnn.node.result import VERSION
 from cl2gnn.node.training.plan import check_run
 
-from ..benchmarks._scripts import load
-
 FAST = {
     "epochs": 3,
     "out_channels": 8,
@@ -336,7 +334,8 @@ def test_cli_save_and_embed(tmp_path, capsys):
 def test_one_verdict_from_the_library_the_command_and_the_benchmarks(
     field, value, flag, capsys, tmp_path
 ):
-    _node_args = load("_node_args")
+    from benchmarks._shared import node_args as _node_args
+
     with pytest.raises(ValueError, match=f"NodeConfig.{field}") as library:
         # a field when the configuration is made, a method's option when a run is checked
         check_run(community_graph(), "homophily", NodeConfig(**{field: value}))

@@ -1,0 +1,1 @@
+"""How accurate: every method on every graph, depth, mini-batch training, image SSL."""

@@ -1,0 +1,1 @@
+"""Why a default is what it is: the records of how each one was chosen."""

@@ -1,0 +1,1 @@
+"""Against the published numbers and the authors' code, under the authors' protocols."""

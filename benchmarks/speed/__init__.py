@@ -1,0 +1,1 @@
+"""How fast, and how much memory: epochs, steps, the exact loss, kNN graphs, scale-out."""

@@ -1,0 +1,1 @@
+"""Tools for studying one graph: configuration lists, training length, read-outs."""
