@@ -92,3 +92,15 @@ def test_no_test_puts_a_folder_of_the_repository_on_sys_path():
         if path != Path(__file__) and (lines := sys_path_lines(path.read_text()))
     }
     assert found == {}
+
+
+MAX_LINES = 400  # a library file a reader takes in whole: past it, it holds two concepts
+
+
+def test_no_library_file_is_over_400_lines():
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in (ROOT / "cl2gnn").rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert long == {}

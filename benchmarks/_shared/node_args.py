@@ -2,10 +2,10 @@
 configuration files (a JSON list of ``{method, <NodeConfig field>: value}``) read and checked
 entry by entry while parsing, so that a typo in the tenth entry fails at once, naming the
 file and the entry, not after nine trainings; and the JSON lines a benchmark reads back.
-(``--dataset`` is :func:`cl2gnn.cli.cmdline.dataset_argument`, ``cl2gnn node``'s own.)
+(``--dataset`` is :func:`cl2gnn.cli.node_arguments.dataset_argument`, ``cl2gnn node``'s own.)
 
 An entry is checked as ``cl2gnn node --config`` checks a file
-(:func:`cl2gnn.cli.cmdline.checked_entries`: the configuration's fields by its own checks,
+(:func:`cl2gnn.cli.node_arguments.checked_entries`: the configuration's fields by its own checks,
 the methods' options by theirs), its method against the registry.
 """
 
@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from cl2gnn.cli.cmdline import checked_entries
+from cl2gnn.cli.node_arguments import checked_entries
 from cl2gnn.node.config import config_from_dict
 
 

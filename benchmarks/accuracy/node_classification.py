@@ -48,7 +48,7 @@ from pathlib import Path
 
 from benchmarks._shared.results import earlier_rows, machine, save_table, saved_table
 from benchmarks._shared.runner import Journal
-from cl2gnn.cli import cmdline
+from cl2gnn.cli import cmdline, node_arguments
 from cl2gnn.datasets.nodes import HETEROPHILOUS
 from cl2gnn.node import default_config, load_node_dataset, train_node_model
 from cl2gnn.node.config import check_field
@@ -389,7 +389,10 @@ def speed_table(rows: list[dict], dataset: str, epochs: int) -> str:
 def main() -> None:
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--datasets", nargs="+", type=cmdline.dataset_argument, help="default: every graph on disk"
+        "--datasets",
+        nargs="+",
+        type=node_arguments.dataset_argument,
+        help="default: every graph on disk",
     )
     parser.add_argument(
         "--methods",
@@ -416,7 +419,7 @@ def main() -> None:
     )
     parser.add_argument("--table", action="store_true", help="write the tables from --out")
     parser.add_argument("--speed", action="store_true", help="time epochs (see above)")
-    parser.add_argument("--speed-dataset", type=cmdline.dataset_argument, default="Cora")
+    parser.add_argument("--speed-dataset", type=node_arguments.dataset_argument, default="Cora")
     parser.add_argument("--rounds", type=count, default=3)
     parser.add_argument("--epochs", type=count, default=100, help="--speed: epochs per round")
     parser.add_argument("--num-keys", type=count, help="--speed: also grace with K sampled keys")

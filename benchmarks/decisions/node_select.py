@@ -40,7 +40,7 @@ from scipy.stats import rankdata
 
 from benchmarks._shared.results import earlier_rows, save_table
 from benchmarks._shared.runner import Journal
-from cl2gnn.cli import cmdline
+from cl2gnn.cli import cmdline, node_arguments
 from cl2gnn.datasets.nodes import HETEROPHILOUS
 from cl2gnn.node import (
     GRACE_PUBLISHED,
@@ -65,13 +65,13 @@ def load_candidates(path: str) -> list[dict]:
     (JSON lists become tuples, as :class:`NodeConfig` holds them); ``ValueError`` naming the
     file, the candidate and the name where a name is neither a :class:`NodeConfig` field nor
     a method's option, or its value is out of range
-    (:func:`~cl2gnn.cli.cmdline.checked_entries`)."""
+    (:func:`~cl2gnn.cli.node_arguments.checked_entries`)."""
     spec = json.loads(Path(path).read_text())
     candidates = []
     for entry in spec["candidates"]:
         merged = {**spec.get("common", {}), **entry}
         try:
-            cmdline.checked_entries(
+            node_arguments.checked_entries(
                 {k: v for k, v in merged.items() if k not in ("name", "method")}
             )
         except ValueError as error:

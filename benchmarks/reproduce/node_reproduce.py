@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from benchmarks._shared.results import save_table
-from cl2gnn.cli import cmdline
+from cl2gnn.cli import cmdline, node_arguments
 
 # the published numbers: GraphACL's paper (Cora public split, geom-gcn splits); CCA-SSG and
 # BGRL on Cora's public split as GraphMAE's table lists them (BGRL's paper has no Cora)
@@ -206,7 +206,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("run")
     p.add_argument("method", choices=METHODS)
-    p.add_argument("graph", type=cmdline.dataset_argument)
+    p.add_argument("graph", type=node_arguments.dataset_argument)
     p.add_argument("--seeds", type=cmdline.positive_int, default=10, help="Cora's runs")
     p.add_argument("--first-seed", type=cmdline.non_negative_int, default=0)
     p.add_argument("--out", type=cmdline.output_dir, default="runs/reproduce")

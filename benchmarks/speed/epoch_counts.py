@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cl2gnn.cli import cmdline
+from cl2gnn.cli import cmdline, node_arguments
 
 CSR = ("aten::_convert_indices_from_coo_to_csr", "aten::_to_sparse_csr")
 SORT = ("aten::sort",)
@@ -82,7 +82,7 @@ def counts(dataset: str, method: str, epochs: int) -> dict:
 def main() -> None:
     parser = cmdline.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", nargs="+", type=Path, default=[Path(".")])
-    parser.add_argument("--dataset", type=cmdline.dataset_argument, default="Cora")
+    parser.add_argument("--dataset", type=node_arguments.dataset_argument, default="Cora")
     parser.add_argument("--method", default="grace")
     parser.add_argument("--epochs", type=cmdline.positive_int, default=10)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

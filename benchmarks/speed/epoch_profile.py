@@ -25,7 +25,7 @@ from collections import defaultdict
 from torch.profiler import ProfilerActivity, profile
 
 from benchmarks._shared.results import save_table
-from cl2gnn.cli import cmdline
+from cl2gnn.cli import cmdline, node_arguments
 
 PHASES = ("augment", "propagation graphs", "encoder, both views", "head and loss")
 PHASES += ("backward", "optimiser", "other", "total")
@@ -120,7 +120,7 @@ def main() -> None:
     from cl2gnn.node.training.fullbatch import FullBatchTrainer
 
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", type=cmdline.dataset_argument, default="Cora")
+    parser.add_argument("--dataset", type=node_arguments.dataset_argument, default="Cora")
     parser.add_argument("--epochs", type=cmdline.positive_int, default=20)
     parser.add_argument("--warmup", type=cmdline.non_negative_int, default=5)
     parser.add_argument("--top", type=cmdline.positive_int, default=10)

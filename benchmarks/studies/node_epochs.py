@@ -24,7 +24,7 @@ import numpy as np
 
 from benchmarks._shared import node_args
 from benchmarks.studies.node_sweep import parse_entry
-from cl2gnn.cli import cmdline
+from cl2gnn.cli import cmdline, node_arguments
 
 
 def snapshot_scores(data, method: str, config, seeds: int, every: int) -> dict:
@@ -77,7 +77,10 @@ def main() -> None:
         help="JSON list of {method, <NodeConfig field>: value}",
     )
     parser.add_argument(
-        "--dataset", type=cmdline.dataset_argument, default="Cora", help="with a public split"
+        "--dataset",
+        type=node_arguments.dataset_argument,
+        default="Cora",
+        help="with a public split",
     )
     parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
     parser.add_argument("--every", type=cmdline.positive_int, default=25, help="epochs")

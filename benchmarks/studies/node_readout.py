@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from benchmarks._shared import node_args
-from cl2gnn.cli import cmdline
+from cl2gnn.cli import cmdline, node_arguments
 
 if TYPE_CHECKING:
     import torch
@@ -62,7 +62,10 @@ def main() -> None:
     cmdline.quiet_pyg_warning()
     parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--dataset", type=cmdline.dataset_argument, default="Cora", help="with a public split"
+        "--dataset",
+        type=node_arguments.dataset_argument,
+        default="Cora",
+        help="with a public split",
     )
     parser.add_argument("--methods", nargs="+", default=["grace", "neighbors"])
     parser.add_argument(

@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 
 from benchmarks._shared import node_args
-from cl2gnn.cli import cmdline
+from cl2gnn.cli import cmdline, node_arguments
 
 PROTOCOLS = ("public", "grace")
 
@@ -62,7 +62,10 @@ def main() -> None:
         help="JSON list of {method, <NodeConfig field>: value}",
     )
     parser.add_argument(
-        "--dataset", type=cmdline.dataset_argument, default="Cora", help="with a public split"
+        "--dataset",
+        type=node_arguments.dataset_argument,
+        default="Cora",
+        help="with a public split",
     )
     parser.add_argument("--seeds", type=cmdline.positive_int, default=3)
     parser.add_argument("--out", type=cmdline.output_file, default="runs/node_sweep.jsonl")

@@ -1,7 +1,7 @@
 """The names the ``cl2gnn`` command offers (its choices and its ``--help``), without torch:
 each is the library's own, repeated here so that the command answers ``--help`` and an
 argument error before torch loads, and tied to its source by a test
-(``tests/test_cli.py``: every name here equals the library's)."""
+(``tests/cli/test_catalogue.py``: every name here equals the library's)."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ DATASETS = (EMBEDDED, *PYG_DATASETS, *HETEROPHILOUS)
 GRAPH_PRESETS = ("arxiv", "products")
 # cl2gnn.graphs: the kNN tiles' precisions
 KNN_TILE_PRECISIONS = ("full", "tf32", "bf16")
-# cl2gnn.node: the configuration's choices, the protocols, method auto
-ENCODERS = ("gcn", "sage", "gat")
-EMBEDDINGS = ("last", "concat", "layers")
+# cl2gnn.node: the configuration's choices (its own module is torch-free), the protocols,
+# method auto
+from cl2gnn.node.config import EMBEDDINGS, ENCODERS  # noqa: E402
+
 PROTOCOLS = ("grace", "gca", "public", "splits")
 AUTO = "auto"
 MATMUL_DTYPES = ("bfloat16",)

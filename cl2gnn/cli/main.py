@@ -15,7 +15,7 @@ from typing import NoReturn
 from cl2gnn import _files
 from cl2gnn._torchrun import launched_by_torchrun
 
-from . import cmdline
+from . import cmdline, node_arguments
 from .catalogue import DATASETS, EMBEDDED, GRAPH_PRESETS, STUDY_NAMES
 from .node import add_node_command
 
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     embed.add_argument(
         "--dataset",
-        type=cmdline.dataset_argument,
+        type=node_arguments.dataset_argument,
         default=EMBEDDED,
         help=f"one of {', '.join(DATASETS)}, or PATH.npz (the encoder's feature width)",
     )

@@ -14,7 +14,7 @@ from cl2gnn import _files
 from cl2gnn._torchrun import MODES, launched_by_torchrun
 
 from ..node.config import EMBEDDINGS, ENCODERS
-from . import cmdline, run_folder
+from . import cmdline, node_arguments, run_folder
 from .catalogue import AUTO, DATASETS, EMBEDDED, MATMUL_DTYPES, PROTOCOLS
 
 # cl2gnn node's options that set a NodeConfig field: option dest -> (field, how the text
@@ -143,7 +143,7 @@ def add_node_command(sub) -> None:
     )
     node.add_argument(
         "--dataset",
-        type=cmdline.dataset_argument,
+        type=node_arguments.dataset_argument,
         default=EMBEDDED,
         help=f"one of {', '.join(DATASETS)}, or PATH.npz (a graph in the heterophilous "
         "graphs' format: node_features, node_labels, edges, train/val/test_masks)",
@@ -188,7 +188,7 @@ def add_node_command(sub) -> None:
     )
     node.add_argument(
         "--config",
-        type=cmdline.config_file,
+        type=node_arguments.config_file,
         metavar="FILE",
         help="a JSON or YAML file of NodeConfig fields, over the dataset's configuration "
         "(the options below override it)",
@@ -196,9 +196,9 @@ def add_node_command(sub) -> None:
 
     def field(dest: str) -> dict:
         if dest in METHOD_OPTIONS:
-            return {"type": cmdline.method_option(dest, METHOD_OPTIONS[dest]), "dest": dest}
+            return {"type": node_arguments.method_option(dest, METHOD_OPTIONS[dest]), "dest": dest}
         name, parse = NODE_FIELDS[dest]
-        return {"type": cmdline.config_field(name, parse), "dest": dest}
+        return {"type": node_arguments.config_field(name, parse), "dest": dest}
 
     node.add_argument("--epochs", **field("epochs"), help="override the dataset's default")
     node.add_argument("--lr", **field("lr"), help="learning rate (default: the dataset's)")
@@ -218,7 +218,7 @@ def add_node_command(sub) -> None:
         what = "dropping an edge" if name == "drop_edge" else "masking a feature column"
         node.add_argument(
             option,
-            type=cmdline.config_field(name, float),
+            type=node_arguments.config_field(name, float),
             nargs="+",
             metavar="P",
             help=f"the probability of {what}: P for both views, or P1 P2 (default: the dataset's)",

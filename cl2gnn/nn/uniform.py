@@ -12,7 +12,7 @@ from torch_geometric.utils import is_undirected, softmax
 from .._checks import one_of
 from .._options import Distributed, Finite, Temperature, TileSize, check_options
 from .._registry import OPERATORS, Example
-from .._validation import as_edge_index, as_keys, check_features
+from .._validation import as_edge_index
 from ..distributed import (
     Shard,
     checked_shard,
@@ -26,6 +26,7 @@ from ..distributed.collectives import all_reduce_sum
 from ..distributed.partition import masked_logits
 from . import _dispatch, _examples
 from ._graph import edge_dot, scatter_logsumexp
+from ._uniform_inputs import check_inputs
 from .sampled import sampled_logits, sampled_row_logsumexp
 from .tiled import MatmulDtype, tiled_row_logsumexp
 from .tiled_triton import triton_row_logsumexp
@@ -331,7 +332,9 @@ class UniformAttention(MessagePassing):
         distributed = is_distributed(self.distributed)
 
         def local() -> tuple[Tensor, Tensor | None, Tensor | None]:
-            checked = self._check_local(x, edge_index, weight, exclude_index, keys, distributed)
+            checked = check_inputs(
+                x, edge_index, weight, exclude_index, keys, distributed, self.self_loops
+            )
             if also is not None:
                 also()
             return checked
@@ -342,40 +345,6 @@ class UniformAttention(MessagePassing):
             x, local, 1 if self.self_loops else 2, f"UniformAttention ({self.distributed})"
         )
         return (*checked, shard)
-
-    def _check_local(
-        self,
-        x: Tensor,
-        edge_index: Tensor | None,
-        weight: Tensor | None,
-        exclude_index: Tensor | None,
-        keys: Tensor | None,
-        distributed: bool,
-    ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-        if distributed and (edge_index is not None or keys is not None):
-            raise ValueError(
-                "distributed spans the complete affinity graph: pass no edge_index or keys"
-            )
-        # across ranks the row counts are checked together, by shard_of
-        min_rows = 0 if distributed else 1 if self.self_loops or edge_index is not None else 2
-        check_features(x, min_rows=min_rows)
-        if keys is not None:
-            if edge_index is not None or exclude_index is not None:
-                raise ValueError(
-                    "keys sample the complete graph: pass no edge_index or exclude_index"
-                )
-            keys = as_keys(keys, x.size(0))
-        if exclude_index is not None:
-            if edge_index is not None:
-                raise ValueError("exclude_index applies to the implicit complete graph only")
-            exclude_index, _ = as_edge_index(exclude_index, None, x.size(0), allow_empty=True)
-        if weight is None:
-            return x.new_ones(x.size(0)), exclude_index, keys
-        if weight.shape != (x.size(0),):
-            raise ValueError(
-                f"weight must have shape [N] = [{x.size(0)}], got {tuple(weight.shape)}"
-            )
-        return weight.detach().to(x.dtype), exclude_index, keys
 
     def _sampled_row_logsumexp(self, x: Tensor, keys: Tensor) -> Tensor:
         n, k = x.size(0), keys.numel()

@@ -15,14 +15,16 @@ from torch_geometric.nn import GATConv, GCNConv, SAGEConv
 from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.transforms import NormalizeFeatures
 from torch_geometric.utils import degree as degree_of
-from torch_geometric.utils import softmax, spmm, to_torch_csr_tensor
+from torch_geometric.utils import to_torch_csr_tensor
 
-from ..config import EMBEDDINGS, ENCODERS, NodeConfig
+from ..._checks import one_of
+from ..config import ACTIVATIONS, EMBEDDINGS, ENCODERS, NodeConfig
 from ..inputs import check_edge_index
 from .features import ColumnMasked, SparseFeatures, prepare_features
-from .propagation import ValuedGraph
+from .layerwise import LayerwiseMaps
+from .propagation import ValuedGraph, propagate
 
-ACTIVATIONS = {
+ACTIVATION_MODULES = {  # config.ACTIVATIONS, each name's module
     "relu": torch.nn.ReLU,
     "prelu": torch.nn.PReLU,
     "rrelu": torch.nn.RReLU,
@@ -46,7 +48,7 @@ ENCODER_ARGUMENTS = {
 }
 
 
-class GraphEncoder(torch.nn.Module):
+class GraphEncoder(LayerwiseMaps, torch.nn.Module):
     r"""GRACE's encoder, of any depth: ``layers`` graph convolutions, each followed by
     (optional) batch norm and the activation,
 
@@ -113,10 +115,8 @@ class GraphEncoder(torch.nn.Module):
         normalize_features: bool = False,
     ) -> None:
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        if conv not in ENCODERS:
-            raise ValueError(f"encoder must be one of {ENCODERS}, got {conv!r}")
+        activation = one_of(*ACTIVATIONS)(activation, "activation")
+        conv = one_of(*ENCODERS)(conv, "encoder")
         check_readout(readout)
         for name, value in (
             ("in_channels", in_channels),
@@ -156,7 +156,7 @@ class GraphEncoder(torch.nn.Module):
             else:
                 self.convs.append(GATConv(a, b, heads=1) if last else GATConv(a, b // heads, heads))
         self.acts = torch.nn.ModuleList(
-            ACTIVATIONS[activation]() if index < layers - 1 or out_activation else Identity()
+            ACTIVATION_MODULES[activation]() if index < layers - 1 or out_activation else Identity()
             for index in range(layers)
         )
         norm = torch.nn.BatchNorm1d if batch_norm else lambda _: Identity()
@@ -369,116 +369,6 @@ class GraphEncoder(torch.nn.Module):
         """:attr:`readout` of the layers' outputs on ``x`` (from :meth:`prepare`) and
         ``graph`` (as :meth:`encode` takes it)."""
         return read_out(x, self._layers(x, graph), self.readout)
-
-    # -- layer-wise inference: each layer's linear map once per node, then one propagation
-
-    def _maps(self, index: int) -> tuple[torch.nn.Module, Tensor, Tensor | None, Tensor | None]:
-        """Layer ``index``'s convolution, its weight on the sources' features, its bias and
-        (GraphSAGE) its weight on the target's own features."""
-        conv = self.convs[index]
-        if self.kind == "gcn":
-            return conv, conv.lin.weight, conv.bias, None
-        if self.kind == "sage":
-            return conv, conv.lin_l.weight, conv.lin_l.bias, conv.lin_r.weight
-        return conv, conv.lin.weight, conv.bias, None
-
-    def maps_first(self, index: int, sparse: bool) -> bool:
-        """Whether layer-wise inference maps every node's features first (``X W`` once, by
-        :meth:`shared_map`) and propagates the product, or propagates ``X`` and maps each
-        batch's result: the first where the map narrows the features (or they are sparse,
-        or GAT, whose attention needs ``X W``), so that the propagation moves fewer columns."""
-        weight = self._maps(index)[1]
-        return self.kind == "gat" or (index == 0 and sparse) or weight.size(0) < weight.size(1)
-
-    def shared_map(self, index: int, x: Tensor | SparseFeatures) -> Tensor:
-        """Layer ``index``'s linear map of the rows ``x`` as sources, which layer-wise
-        inference computes once for every node (by batches of rows): ``X W`` (GraphSAGE:
-        its neighbor weight), for GAT followed by each head's two attention terms
-        (``[rows, heads · out + 2 · heads]``)."""
-        _, weight, _, _ = self._maps(index)
-        mapped = x.matmul(weight.T)
-        if self.kind != "gat":
-            return mapped
-        conv = self.convs[index]
-        heads = mapped.view(-1, conv.heads, conv.out_channels)
-        source = (heads * conv.att_src).sum(-1)
-        target = (heads * conv.att_dst).sum(-1)
-        return torch.cat([mapped, source, target], 1)
-
-    def rows_output(
-        self,
-        index: int,
-        sources: Tensor,
-        targets: Tensor | SparseFeatures,
-        shared_targets: Tensor | None,
-        adj: Tensor,
-        loop: Tensor | None,
-    ) -> Tensor:
-        """Layer ``index``'s output (activation included) for a batch of target nodes, as
-        the whole graph's forward computes their rows.
-
-        ``adj``: the targets' rows of the whole graph's propagation graph (CSR
-        ``[targets, sources]``; GCN's self-loops as ``loop``, their weights ``[targets]``;
-        for GAT the edges only, a self-loop's value ``0`` and any other ``1``). ``sources``:
-        the sources' :meth:`shared_map` where :meth:`maps_first`, else their features;
-        ``targets``: the targets' features; ``shared_targets``: their :meth:`shared_map`
-        (GAT, GCN's self-loops)."""
-        conv, weight, bias, own = self._maps(index)
-        if self.kind == "gat":
-            out = self._attend(conv, sources, shared_targets, adj)
-        elif self.maps_first(index, isinstance(targets, SparseFeatures)):
-            out = spmm(adj, sources)
-            if loop is not None:
-                out = out + loop[:, None] * shared_targets
-        else:  # propagate the narrower features, then map the batch's rows
-            out = spmm(adj, sources)
-            if loop is not None:
-                out = out + loop[:, None] * targets
-            out = out @ weight.T
-        if bias is not None:
-            out = out + bias
-        if own is not None:
-            out = out + targets.matmul(own.T)  # a Tensor's or SparseFeatures' product
-        return self.acts[index](self.norms[index](out))
-
-    @staticmethod
-    def _attend(conv: GATConv, sources: Tensor, targets: Tensor, adj: Tensor) -> Tensor:
-        """GATConv's propagation for the rows of ``adj`` from the shared maps: each
-        target's softmax over its in-edges (self-loops dropped) and one self-loop."""
-        heads, width = conv.heads, conv.heads * conv.out_channels
-        ptr, source = adj.crow_indices(), adj.col_indices()
-        rows = ptr.numel() - 1
-        target = torch.repeat_interleave(torch.arange(rows, device=ptr.device), ptr.diff())
-        logits = sources[source, width : width + heads] + targets[target, width + heads :]
-        logits = logits.masked_fill(adj.values()[:, None] == 0, float("-inf"))
-        loops = targets[:, width : width + heads] + targets[:, width + heads :]
-        index = torch.cat([target, torch.arange(rows, device=ptr.device)])
-        alpha = torch.nn.functional.leaky_relu(torch.cat([logits, loops]), conv.negative_slope)
-        alpha = softmax(alpha, index, num_nodes=rows)
-        messages = torch.cat([sources[source, :width], targets[:, :width]])
-        messages = messages.view(-1, heads, conv.out_channels) * alpha[..., None]
-        out = messages.new_zeros(rows, heads, conv.out_channels).index_add_(0, index, messages)
-        return out.view(rows, width) if conv.concat else out.mean(1)
-
-
-def propagate(graph: Tensor | ValuedGraph, h: Tensor) -> Tensor:
-    """``adj_t @ h`` for a propagation graph: a CSR tensor or a
-    :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`."""
-    return graph.matmul(h) if isinstance(graph, ValuedGraph) else spmm(graph, h)
-
-
-def first_rows(graph: Tensor, rows: int, columns: int) -> Tensor:
-    """The first ``rows`` rows of a CSR ``adj_t`` whose entries lie in its first ``columns``
-    columns: the propagation graph of a layer whose output is kept for the first ``rows``
-    nodes only, from the first ``columns`` nodes' inputs (a sampled subgraph lists its nodes
-    by hop: the seeds, then their neighbors)."""
-    ptr = graph.crow_indices()[: rows + 1]
-    end = int(ptr[-1])
-    with warnings.catch_warnings():  # torch's "sparse CSR is beta" notices
-        warnings.simplefilter("ignore", UserWarning)
-        return torch.sparse_csr_tensor(
-            ptr, graph.col_indices()[:end], graph.values()[:end], size=(rows, columns)
-        )
 
 
 def check_readout(readout: str) -> None:

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 from torch_geometric import EdgeIndex
 from torch_geometric.data import Data
+from torch_geometric.utils import spmm
 
 from ..views import keep_edges
 
@@ -239,3 +240,23 @@ def _same(a: list, b: list) -> bool:
         or (x is not None and y is not None and x[0] is y[0] and x[1] == y[1])
         for x, y in zip(a, b, strict=True)
     )
+
+
+def propagate(graph: Tensor | ValuedGraph, h: Tensor) -> Tensor:
+    """``adj_t @ h`` for a propagation graph: a CSR tensor or a
+    :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`."""
+    return graph.matmul(h) if isinstance(graph, ValuedGraph) else spmm(graph, h)
+
+
+def first_rows(graph: Tensor, rows: int, columns: int) -> Tensor:
+    """The first ``rows`` rows of a CSR ``adj_t`` whose entries lie in its first ``columns``
+    columns: the propagation graph of a layer whose output is kept for the first ``rows``
+    nodes only, from the first ``columns`` nodes' inputs (a sampled subgraph lists its nodes
+    by hop: the seeds, then their neighbors)."""
+    ptr = graph.crow_indices()[: rows + 1]
+    end = int(ptr[-1])
+    with warnings.catch_warnings():  # torch's "sparse CSR is beta" notices
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.sparse_csr_tensor(
+            ptr, graph.col_indices()[:end], graph.values()[:end], size=(rows, columns)
+        )

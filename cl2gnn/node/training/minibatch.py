@@ -42,9 +42,8 @@ from ...distributed.launch import stream_seed
 from ...graphs import neighbor_loader
 from ..config import NodeConfig
 from ..encoders.features import is_sparse, prepare_features
-from ..encoders.graph_encoder import first_rows
 from ..encoders.own import checked_output, has_inference
-from ..encoders.propagation import ValuedGraph, ViewGraphs
+from ..encoders.propagation import ValuedGraph, ViewGraphs, first_rows
 from ..methods import ViewBatch
 from ..methods.contrastive import ContrastiveMethod
 from .inference import full_neighborhood, layerwise_embeddings
