@@ -23,7 +23,8 @@ GRAPH_PRESETS = ("arxiv", "products")
 KNN_TILE_PRECISIONS = ("full", "tf32", "bf16")
 # cl2gnn.node: the configuration's choices (its own module is torch-free), the protocols,
 # method auto
-from cl2gnn.node.config import EMBEDDINGS, ENCODERS  # noqa: E402
+from cl2gnn.node.config import EMBEDDINGS as EMBEDDINGS  # noqa: E402
+from cl2gnn.node.config import ENCODERS as ENCODERS  # noqa: E402
 
 PROTOCOLS = ("grace", "gca", "public", "splits")
 AUTO = "auto"
