@@ -13,7 +13,7 @@ f64 = torch.float64
 N, D, CLASSES = 9, 5, 3
 
 
-def small_graph(gen):
+def small_graph():
     """A symmetric graph without self loops: a ring and a few chords."""
     ring = torch.stack([torch.arange(N), (torch.arange(N) + 1) % N])
     chords = torch.tensor([[0, 2], [4, 7]])
@@ -29,9 +29,10 @@ def norm(variant, layer_norm, keys=4):
 def test_every_variant_takes_the_layer_norm_option(variant):
     gen = torch.Generator().manual_seed(0)
     x = 2 + 3 * torch.randn(N, D, generator=gen, dtype=f64)  # rows far from standardised
-    edges = small_graph(gen)
+    edges = small_graph()
 
-    def standardised(out):  # LayerNorm at its initial affine map: rows of mean 0, variance 1 - eps/var
+    # LayerNorm at its initial affine map: rows of mean 0 and variance var / (var + eps)
+    def standardised(out):
         mean, var = out.mean(1), out.var(1, unbiased=False)
         return bool(torch.allclose(mean, torch.zeros_like(mean), atol=1e-6)) and bool(
             torch.allclose(var, torch.ones_like(var), atol=1e-3)
@@ -57,7 +58,7 @@ def brute_contranorm(x, edges, scale=1.0):
 def test_the_exact_form_is_contranorms_with_the_edges_and_self_pairs_masked():
     gen = torch.Generator().manual_seed(1)
     x = 3 * torch.randn(N, D, generator=gen, dtype=f64)
-    edges = small_graph(gen)
+    edges = small_graph()
     out = norm("contrastive-exact", False)(x, edges)
     assert torch.allclose(out, brute_contranorm(x, edges), atol=1e-10)
 
@@ -67,7 +68,7 @@ def test_the_exact_form_reads_nothing_from_a_neighbour_or_itself():
     # gives a zero Jacobian block (self pairs: the block is the identity part alone)
     gen = torch.Generator().manual_seed(2)
     x = torch.randn(N, D, generator=gen, dtype=f64)
-    edges = small_graph(gen)
+    edges = small_graph()
     layer = norm("contrastive-exact", False)
     jac = torch.autograd.functional.jacobian(lambda z: layer(z, edges), x)  # [N, D, N, D]
     masked = torch.zeros(N, N, dtype=torch.bool)
@@ -78,13 +79,15 @@ def test_the_exact_form_reads_nothing_from_a_neighbour_or_itself():
             if i == j:
                 # (1 + s) I - s * d(P x)_i/dx_i, where x_i enters only as the anchor
                 anchor = torch.autograd.functional.jacobian(
-                    lambda row, i=i: torch.softmax(
-                        (F.normalize(row, dim=0) @ F.normalize(x, dim=1).T).masked_fill(
-                            masked[i] | (torch.arange(N) == i), float("-inf")
-                        ),
-                        0,
-                    )
-                    @ x,
+                    lambda row, i=i: (
+                        torch.softmax(
+                            (F.normalize(row, dim=0) @ F.normalize(x, dim=1).T).masked_fill(
+                                masked[i] | (torch.arange(N) == i), float("-inf")
+                            ),
+                            0,
+                        )
+                        @ x
+                    ),
                     x[i],
                 )
                 assert torch.allclose(block, 2 * torch.eye(D, dtype=f64) - anchor, atol=1e-10)
@@ -98,7 +101,7 @@ def test_the_exact_form_reads_nothing_from_a_neighbour_or_itself():
 def test_the_sampled_form_resamples_in_training_and_evaluates_on_fixed_keys(variant):
     gen = torch.Generator().manual_seed(3)
     x = torch.randn(N, D, generator=gen, dtype=f64)
-    edges = small_graph(gen)
+    edges = small_graph()
     torch.manual_seed(0)
     layer = norm(variant, False, keys=3)
     layer.eval()
