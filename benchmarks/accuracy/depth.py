@@ -1,23 +1,26 @@
 """Accuracy against depth with each normalisation: a supervised GCN of 2 to 64 layers on
-Cora (public split) and chameleon (its shipped splits, one per seed), the same schedule for
-every variant, and two collapse measures of the last hidden layer.
+Cora (public split) and wisconsin (its shipped splits, one per seed), the same schedule for
+every variant, each with and without a LayerNorm, and two collapse measures of the last
+hidden layer.
 
-Variants (one normalisation after every hidden convolution, then ReLU): ``none``,
-``batchnorm`` (``torch.nn.BatchNorm1d``), ``pairnorm`` (PyG's ``PairNorm``), ``diffgroupnorm``
-(PyG's ``DiffGroupNorm``, one group per class), ``contrastive`` (:class:`cl2gnn.nn.
-ContrastiveNorm`, ContraNorm's form: similarities of normalised rows, ``τ = 1``, scale
-``s = --step``, LayerNorm after the step) and ``contrastive-residual`` (the same plus a
-residual connection around each hidden layer). The contrastive affinity graph is the
-complete graph estimated from ``--keys`` keys sampled afresh at every layer and call (no
-self pairs); ``--keys 0`` gives ContraNorm's GNN form exactly, the complete graph minus the
-input graph's edges and self pairs, at ``N/K`` times the cost. Each cell is (graph, depth,
-variant, seed); its result is appended to ``--cells`` as soon as it is done, so an
-interrupted run resumes where it stopped, and ``table`` turns the cells into
-``results/depth.json`` and ``docs/gallery/depth.png``::
+Variants (one normalisation after every hidden convolution, then, with ``--layer-norm yes``,
+a ``torch.nn.LayerNorm``, then ReLU: ContraNorm's ``DeepGCN`` with ``--use_layer_norm``, which
+its ``run_baselines.sh`` gives every variant): ``none``, ``batchnorm``
+(``torch.nn.BatchNorm1d``), ``pairnorm`` (PyG's ``PairNorm``), ``diffgroupnorm`` (PyG's
+``DiffGroupNorm``, one group per class), ``contrastive`` (:class:`cl2gnn.nn.ContrastiveNorm`'s
+step, ContraNorm's form: similarities of normalised rows, ``τ = 1``, scale ``s = --step``,
+no self pairs, over ``--keys`` keys sampled afresh at every layer and training call, one
+fixed sample per layer at evaluation), ``contrastive-exact`` (ContraNorm's GNN form exactly:
+the complete graph minus the input graph's edges and self pairs, ``N/K`` times the cost) and
+``contrastive-residual`` (the sampled form plus a residual connection around each hidden
+layer). Each cell is (graph, depth, variant, LayerNorm, seed); its result is appended to
+``--cells`` as soon as it is done, so an interrupted run resumes where it stopped, and
+``table`` turns the cells into ``results/depth.json`` (accuracy, the variants side by side),
+``results/depth_collapse.json`` and ``docs/gallery/depth.png``::
 
-    python -m benchmarks.accuracy.depth run --depths 16 32 2 4 8 --patience 50 \\
-        --variants none batchnorm pairnorm diffgroupnorm contrastive
-    python -m benchmarks.accuracy.depth run --depths 64 --patience 50 ...
+    python -m benchmarks.accuracy.depth run --graphs wisconsin --seeds 3
+    python -m benchmarks.accuracy.depth run --graphs Cora --variants contrastive-exact \
+        --depths 2 4 8 16
     python -m benchmarks.accuracy.depth table --command "..." --notes "..."
 
 Collapse measures of the last hidden layer ``H`` (eval mode, the best-validation weights):
