@@ -8,6 +8,7 @@ import itertools
 import warnings
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Identity
 from torch_geometric.data import Data
@@ -22,10 +23,21 @@ from ..inputs import check_edge_index
 from .features import ColumnMasked, SparseFeatures, prepare_features
 from .propagation import ValuedGraph
 
+
+class MeanRReLU(torch.nn.Module):
+    """``F.rrelu`` as GCA's code calls it, with its default ``training=False``: a leaky ReLU
+    of slope ``(lower + upper) / 2``, in training too (``nn.RReLU`` draws a random slope per
+    element while training). The ``"rrelu"`` configurations are GCA's (Computers, CS,
+    Physics)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rrelu(x, training=False)
+
+
 ACTIVATIONS = {
     "relu": torch.nn.ReLU,
     "prelu": torch.nn.PReLU,
-    "rrelu": torch.nn.RReLU,
+    "rrelu": MeanRReLU,
     "elu": torch.nn.ELU,
     "none": torch.nn.Identity,
 }
@@ -40,6 +52,7 @@ ENCODER_ARGUMENTS = {
     "hidden_channels": "hidden_channels",
     "out_activation": "out_activation",
     "batch_norm": "batch_norm",
+    "batch_norm_momentum": "batch_norm_momentum",
     "self_loops": "self_loops",
     "readout": "embedding",
     "normalize_features": "normalize_features",
@@ -70,8 +83,9 @@ class GraphEncoder(torch.nn.Module):
         in_channels (int): input features.
         out_channels (int): the last layer's width (with ``readout="last"``, the output's;
             the other read-outs are wider: the attribute :attr:`out_channels`).
-        activation (str, optional): ``"relu"``, ``"prelu"``, ``"rrelu"``, ``"elu"`` or
-            ``"none"`` (a linear encoder) (default: ``"relu"``).
+        activation (str, optional): ``"relu"``, ``"prelu"``, ``"rrelu"`` (GCA's: the fixed
+            mean slope, :class:`MeanRReLU`), ``"elu"`` or ``"none"`` (a linear encoder)
+            (default: ``"relu"``).
         conv (str, optional): ``"gcn"``, ``"sage"`` or ``"gat"`` (default: ``"gcn"``).
         heads (int, optional): GAT's heads in every layer but the last (default: ``4``).
         layers (int, optional): graph convolutions (default: ``2``).
@@ -79,8 +93,12 @@ class GraphEncoder(torch.nn.Module):
             (default: ``2 · out_channels``).
         out_activation (bool, optional): the activation after the last layer too
             (default: ``True``).
-        batch_norm (bool, optional): batch normalisation before each activation (BGRL's
-            encoder) (default: ``False``).
+        batch_norm (bool, optional): batch normalisation before each activation, none
+            after a last layer without one (BGRL's encoder; Graph Barlow Twins') (default:
+            ``False``).
+        batch_norm_momentum (float, optional): torch's ``momentum`` of the batch norms, the
+            weight of a batch's statistics in the running ones (BGRL's code: 0.99, Graph
+            Barlow Twins': 0.01) (default: ``0.1``).
         self_loops (bool, optional): GCN's added self-loops, ``Â = D^-½(A+I)D^-½``;
             ``False`` normalises the graph as it is (default: ``True``).
         readout (str, optional): what :meth:`forward` returns: ``"last"`` the last layer,
@@ -108,6 +126,7 @@ class GraphEncoder(torch.nn.Module):
         hidden_channels: int | None = None,
         out_activation: bool = True,
         batch_norm: bool = False,
+        batch_norm_momentum: float = 0.1,
         self_loops: bool = True,
         readout: str = "last",
         normalize_features: bool = False,
@@ -140,6 +159,7 @@ class GraphEncoder(torch.nn.Module):
             hidden_channels=hidden_channels,
             out_activation=out_activation,
             batch_norm=batch_norm,
+            batch_norm_momentum=batch_norm_momentum,
             self_loops=self_loops,
             readout=readout,
             normalize_features=normalize_features,
@@ -155,12 +175,16 @@ class GraphEncoder(torch.nn.Module):
                 self.convs.append(SAGEConv(a, b, aggr="sum"))
             else:
                 self.convs.append(GATConv(a, b, heads=1) if last else GATConv(a, b // heads, heads))
+        activated = [index < layers - 1 or out_activation for index in range(layers)]
         self.acts = torch.nn.ModuleList(
-            ACTIVATIONS[activation]() if index < layers - 1 or out_activation else Identity()
-            for index in range(layers)
+            ACTIVATIONS[activation]() if on else Identity() for on in activated
         )
-        norm = torch.nn.BatchNorm1d if batch_norm else lambda _: Identity()
-        self.norms = torch.nn.ModuleList(norm(width) for width in widths[1:])
+        self.norms = torch.nn.ModuleList(
+            torch.nn.BatchNorm1d(width, momentum=batch_norm_momentum)
+            if batch_norm and on
+            else Identity()
+            for width, on in zip(widths[1:], activated, strict=True)
+        )
 
     @classmethod
     def from_config(cls, in_channels: int, config: NodeConfig) -> GraphEncoder:
