@@ -353,7 +353,7 @@ class GraphEncoder(torch.nn.Module):
         """Convolution ``index`` on dense ``x``: the PyG module on a CSR graph or an edge
         list, its own steps on a :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`."""
         conv = self.convs[index]
-        if not isinstance(graph, ValuedGraph):
+        if not as_matrix(graph):
             return conv(self._pair(x, graph), graph)
         if self.kind == "sage":  # SAGEConv: lin_l of the neighbors' mean, plus lin_r of its own
             return conv.lin_l(graph.matmul(x)) + conv.lin_r(x[: graph.size(0)])
@@ -384,7 +384,8 @@ class GraphEncoder(torch.nn.Module):
 
     def encode(self, x: Tensor | SparseFeatures | ColumnMasked, graph) -> Tensor:
         """The last layer's output, what training's losses read: ``x`` from :meth:`prepare`
-        (or a view of it), ``graph`` from :meth:`propagation_graph`, or one graph per layer,
+        (or a view of it), ``graph`` from :meth:`propagation_graph` (or a dense ``[N, N]``
+        matrix, propagated on as it is: MVGRL's exact diffusion), or one graph per layer,
         each trimmed to the rows the next one reads (:func:`first_rows`; the output then
         holds the last graph's rows)."""
         return self._layers(x, graph)[-1]
@@ -486,9 +487,18 @@ class GraphEncoder(torch.nn.Module):
 
 
 def propagate(graph: Tensor | ValuedGraph, h: Tensor) -> Tensor:
-    """``adj_t @ h`` for a propagation graph: a CSR tensor or a
-    :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`."""
-    return graph.matmul(h) if isinstance(graph, ValuedGraph) else spmm(graph, h)
+    """``adj_t @ h`` for a propagation graph: a CSR tensor, a
+    :class:`~cl2gnn.node.encoders.propagation.ValuedGraph` or a dense matrix."""
+    return graph.matmul(h) if as_matrix(graph) else spmm(graph, h)
+
+
+def as_matrix(graph) -> bool:
+    """Whether a propagation graph multiplies as it is: a
+    :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`, or a dense ``[N, N]`` matrix
+    (MVGRL's exact diffusion), not renormalised."""
+    if isinstance(graph, ValuedGraph):
+        return True
+    return graph.layout == torch.strided and graph.is_floating_point()
 
 
 def first_rows(graph: Tensor, rows: int, columns: int) -> Tensor:
