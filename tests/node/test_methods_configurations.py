@@ -150,6 +150,33 @@ def test_mvgrl_contrasts_the_graph_with_its_exact_diffusion(graph, float64):
     assert torch.allclose(trainer.embed(), (h_graph + h_diffusion).detach(), rtol=1e-9, atol=1e-12)
 
 
+def sparsified_matrix(edge_index, k) -> np.ndarray:
+    """The propagation of ``diffusion_k=k``: each node's ``k`` largest in-weights of the
+    diffusion kept, then normalised as a graph by GCN (``D^-½ (W + I) D^-½``, a self-loop of
+    weight 1 where the diffusion's own was not kept, the degrees ``W``'s row sums)."""
+    s = ppr_matrix(edge_index)
+    w = np.zeros_like(s)
+    for target in range(NUM_NODES):
+        kept = np.argsort(-s[:, target])[:k]  # the edges source -> target of most weight
+        w[target, kept] = s[kept, target]
+    w[np.diag_indices(NUM_NODES)] = np.where(np.diag(w) > 0, np.diag(w), 1.0)
+    d = np.diag(w.sum(1) ** -0.5)
+    return d @ w @ d
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_mvgrl_sparsified_diffusion_is_its_top_k_normalised(graph, float64):
+    """With ``diffusion_k`` (for graphs too large for the dense diffusion), the diffusion
+    encoder propagates on the top-k diffusion as a GCN normalises a weighted graph."""
+    data, config = small_graph(), configuration(graph, "mvgrl").with_overrides(diffusion_k=4)
+    trainer = FullBatchTrainer(data, "mvgrl", config)
+    method = trainer.method
+    got = method.diffusion_input(training_batch(trainer))(method.diffusion_encoder)
+    propagation = sparsified_matrix(data.edge_index, 4)
+    expected = one_gcn_layer(method.diffusion_encoder, propagation, features(data.x, config))
+    assert torch.allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
 @pytest.mark.parametrize("graph", GRAPHS)
 def test_dgi_encoder_is_one_gcn_layer(graph, float64):
     data, config = small_graph(), configuration(graph, "dgi")
