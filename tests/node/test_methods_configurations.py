@@ -263,3 +263,33 @@ def test_gbt_batch_norm_is_after_the_first_layer_only(graph, float64):
     p = torch.from_numpy(gcn_matrix(data.edge_index))
     expected = p @ (hidden @ last.lin.weight.T) + last.bias
     assert torch.allclose(encoder(data.x, data.edge_index), expected, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("graph", ["Cora", "CiteSeer", "PubMed", "WikiCS"])
+def test_gca_views_weigh_features_as_its_code(graph, float64):
+    """GCA's code (CRIPAC-DIG/GCA 0f17497, ``train.py`` 161-169, ``pGRACE/dataset.py``):
+    the features row-normalised on every graph, a column's weight its centrality-weighted
+    presence, its magnitude on WikiCS alone; the views read the normalised features."""
+    data, config = small_graph(), configuration(graph, "gca")
+    trainer = FullBatchTrainer(data, "gca", config)
+    total = data.x.sum(1, keepdim=True)
+    x = data.x / total.masked_fill(total == 0, 1.0)  # NormalizeFeatures, whatever the config
+    assert torch.allclose(trainer.x_input, x, rtol=1e-12)  # what the views read
+    phi = torch.from_numpy(adjacency(data.edge_index).sum(0))  # degree centrality
+    column = (x != 0).to(f64) if graph != "WikiCS" else x.abs()
+    s = (column.T @ phi).log()
+    for view, p in zip(trainer.views, config.drop_feature, strict=True):
+        mask = view.transforms[0]
+        expected = ((s.max() - s) / (s.max() - s.mean()) * p).clamp(max=0.7)
+        got = mask.probability(trainer.x_input, data.edge_index)
+        assert torch.allclose(got.to(f64), expected, atol=1e-6)
+
+
+def test_rrelu_is_gcas_fixed_slope_while_training():
+    """GCA's ``F.rrelu`` keeps its default ``training=False``: the slope is the mean of
+    torch's bounds, 1/8 and 1/3, in training too (``nn.RReLU`` would draw it)."""
+    from cl2gnn.node import GraphEncoder
+
+    act = GraphEncoder(3, 2, activation="rrelu").acts[0].train()
+    x = -torch.rand(50, 7) - 0.1
+    assert torch.allclose(act(x), x * (1 / 8 + 1 / 3) / 2)
