@@ -58,9 +58,9 @@ NOTES = (
     "citation graphs): GCN 512, batch norm (momentum 0.01), PReLU, GCN 256, 1,000 epochs, "
     "100 warm-up, views 0.2/0.2 and 0.1/0.1. GCA's is GRACE's Cora configuration with "
     "degree-centrality views, row-normalised features and feature columns weighed by "
-    "presence, as its code. G-BT and GCA publish no Cora number: their anchor is their authors' code run "
-    "here, on the same graph, split and probe. The authors' code (repository and commit in "
-    "each row): benchmarks/configs/node_zoo_authors.json."
+    "presence, as its code. G-BT and GCA publish no Cora number: their anchor is their "
+    "authors' code run here, on the same graph, split and probe. The authors' code "
+    "(repository and commit in each row): benchmarks/configs/node_zoo_authors.json."
 )
 
 

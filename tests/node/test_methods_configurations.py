@@ -150,6 +150,27 @@ def test_mvgrl_contrasts_the_graph_with_its_exact_diffusion(graph, float64):
     assert torch.allclose(trainer.embed(), (h_graph + h_diffusion).detach(), rtol=1e-9, atol=1e-12)
 
 
+def test_mvgrl_diffuses_a_weighted_graph_by_its_weights(float64):
+    """The edge weights weigh ``A`` in the diffusion training propagates on, as in the
+    embedding's."""
+    data, config = small_graph(), configuration(None, "mvgrl")
+    gen = torch.Generator().manual_seed(3)
+    data.edge_weight = torch.rand(data.edge_index.size(1), generator=gen, dtype=f64) + 0.5
+    trainer = FullBatchTrainer(data, "mvgrl", config)
+    method, seen = trainer.method, []
+    diffusion_input = method.diffusion_input
+    method.diffusion_input = lambda batch: seen.append(diffusion_input(batch)) or seen[-1]
+    trainer.step()  # a training step as it is: what its diffusion encoder reads
+    a = np.eye(NUM_NODES)
+    for (source, target), w in zip(
+        data.edge_index.T.tolist(), data.edge_weight.tolist(), strict=True
+    ):
+        a[target, source] += w
+    d = np.diag(a.sum(1) ** -0.5)
+    s = ALPHA * np.linalg.inv(np.eye(NUM_NODES) - (1 - ALPHA) * d @ a @ d)
+    assert len(seen) == 1 and np.allclose(seen[0].graph.numpy(), s, atol=1e-12)
+
+
 def sparsified_matrix(edge_index, k) -> np.ndarray:
     """The propagation of ``diffusion_k=k``: each node's ``k`` largest in-weights of the
     diffusion kept, then normalised as a graph by GCN (``D^-½ (W + I) D^-½``, a self-loop of

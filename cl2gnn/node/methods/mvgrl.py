@@ -147,11 +147,12 @@ class MVGRL(NodeMethod):
     def diffusion_input(self, batch: ViewBatch) -> EncoderInput:
         """The diffusion view as the diffusion encoder reads it: the trainer's second view,
         or for the built-in encoder on the exact diffusion the first view's features with
-        the dense matrix :math:`S` of the batch's graph (:meth:`Diffusion.matrix`)."""
+        the dense matrix :math:`S` of the batch's graph, weighted by its ``edge_weight``
+        (:meth:`Diffusion.matrix`)."""
         graph, diffusion = batch.views
         if not self.matrix_view:
             return diffusion
-        matrix = self.diffusion.matrix(batch.edge_index, batch.num_seeds)
+        matrix = self.diffusion.matrix(batch.edge_index, batch.num_seeds, batch.edge_weight)
         return replace(graph, graph=matrix.to(torch.get_default_dtype()))
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
