@@ -28,8 +28,9 @@ def run_fullgraph(nodes: int, dim: int, device: str) -> dict:
     from torch_geometric.utils import to_undirected
 
     from cl2gnn.losses import info_nce
-    from cl2gnn.node.encoders.graph_encoder import GraphEncoder, ProjectionHead
+    from cl2gnn.node.encoders.graph_encoder import GraphEncoder
     from cl2gnn.node.evaluation.experiment import peak_rss_mb
+    from cl2gnn.node.methods.heads import ProjectionHead
     from cl2gnn.node.views import config_views
 
     device = torch.device(device)

@@ -85,14 +85,16 @@ def edge_drop_probability(
 
 
 def feature_mask_probability(
-    x: Tensor, edge_index: Tensor, p: float, p_max: float, centrality: str
+    x: Tensor, edge_index: Tensor, p: float, p_max: float, centrality: str, binary: bool = False
 ) -> Tensor:
     """Each feature column's probability of being masked ``[F]`` (float64), by the
-    centrality-weighted magnitude of the column, ``Σ_u |x_uf| φ(u)``."""
+    centrality-weighted magnitude of the column, ``Σ_u |x_uf| φ(u)``, or with ``binary`` its
+    centrality-weighted presence, ``Σ_u [x_uf ≠ 0] φ(u)`` (GCA's code on sparse features)."""
     phi = node_centrality(edge_index, x.size(0), centrality)
     if centrality == "eigenvector":
         phi = phi.clamp(min=0)
-    weight = x.abs().to(torch.float64).T @ phi
+    magnitude = (x != 0) if binary else x.abs()
+    weight = magnitude.to(torch.float64).T @ phi
     return drop_probability(weight.log(), p, p_max)
 
 
@@ -167,8 +169,9 @@ class AdaptiveDropEdge(_Adaptive):
 class AdaptiveMaskFeatures(_Adaptive):
     r"""Masks each feature column ``f`` (on every node) with probability
     :math:`\min\big(\frac{s_{\max} - s_f}{s_{\max} - \mu_s} p,\, p_\tau\big)`,
-    :math:`s_f = \log \sum_u |x_{uf}| \varphi(u)`: the columns present on central nodes are
-    kept more often (GCA's attribute view).
+    :math:`s_f = \log \sum_u |x_{uf}| \varphi(u)` (with ``binary``, :math:`[x_{uf} \neq 0]`
+    in place of :math:`|x_{uf}|`): the columns present on central nodes are kept more often
+    (GCA's attribute view).
 
     Args:
         p (float): the mean probability of masking a column (before the cut-off), in
@@ -177,13 +180,25 @@ class AdaptiveMaskFeatures(_Adaptive):
             the authors').
         centrality (str, optional): ``"degree"``, ``"pagerank"`` or ``"eigenvector"``
             (default: ``"degree"``).
+        binary (bool, optional): weigh a column by where it is non-zero, not by its
+            magnitude (GCA's code on every graph but WikiCS) (default: ``False``).
     """
+
+    def __init__(
+        self, p: float, p_max: float = 0.7, centrality: str = "degree", binary: bool = False
+    ) -> None:
+        super().__init__(p, p_max, centrality)
+        if not isinstance(binary, bool):
+            raise ValueError(f"binary must be a bool, got {binary!r}")
+        self.binary = binary
 
     def probability(self, x: Tensor, edge_index: Tensor) -> Tensor:
         """Each feature column's probability of being masked ``[F]``."""
         return self._cached(
             (x, edge_index),
-            lambda: feature_mask_probability(x, edge_index, self.p, self.p_max, self.centrality),
+            lambda: feature_mask_probability(
+                x, edge_index, self.p, self.p_max, self.centrality, self.binary
+            ),
         )
 
     def columns_kept(self, data: Data) -> Tensor:

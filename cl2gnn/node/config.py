@@ -73,7 +73,9 @@ class NodeConfig:
     ``"sage"`` or ``"gat"``), ``layers`` graph convolutions, the last ``out_channels`` wide
     and the others ``hidden_channels`` (``None``: ``2 · out_channels``; PyG's names),
     ``activation``, ``out_activation`` (the activation after the last layer too),
-    ``batch_norm`` (before each activation), ``self_loops`` (GCN's added self-loops) and
+    ``batch_norm`` (before each activation: none after a last layer without one) with
+    ``batch_norm_momentum`` (torch's: the weight of the batch's statistics in the running
+    ones), ``self_loops`` (GCN's added self-loops) and
     what the probe reads (``embedding``: ``"last"``, ``"concat"`` or ``"layers"``). With an
     encoder of one's own they keep their defaults (``default_config(graph, method,
     encoder=...)`` leaves them so).
@@ -95,6 +97,7 @@ class NodeConfig:
     epochs: int = 200
     lr_warmup: int = 0
     lr_cosine: bool = False
+    patience: int | None = None
     drop_edge: tuple[float, float] = (0.2, 0.4)
     drop_feature: tuple[float, float] = (0.3, 0.4)
     normalize_features: bool = False
@@ -105,6 +108,7 @@ class NodeConfig:
     activation: str = "relu"
     out_activation: bool = True
     batch_norm: bool = False
+    batch_norm_momentum: float = 0.1
     self_loops: bool = True
     embedding: str = "last"
     batch_size: int | None = None
@@ -168,6 +172,7 @@ FIELDS: dict[str, Check] = {
     "epochs": integer(0, MAX_EPOCHS),
     "lr_warmup": integer(0, MAX_EPOCHS),
     "lr_cosine": boolean,
+    "patience": optional(integer(1, MAX_EPOCHS)),
     "drop_edge": per_view(probability),
     "drop_feature": per_view(probability),
     "normalize_features": boolean,
@@ -178,6 +183,7 @@ FIELDS: dict[str, Check] = {
     "activation": one_of(*ACTIVATIONS),
     "out_activation": boolean,
     "batch_norm": boolean,
+    "batch_norm_momentum": number(0.0, 1.0),
     "self_loops": boolean,
     "embedding": one_of(*EMBEDDINGS),
     "batch_size": optional(integer(1)),

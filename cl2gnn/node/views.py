@@ -97,16 +97,24 @@ class MaskFeatures(BaseTransform):
         return f"{type(self).__name__}(p={self.p})"
 
 
+# the most nodes whose exact diffusion is computed (float64, dense: 3.2 GB at this size);
+# a larger graph sets k or eps
+DENSE_MAX_NODES = 20_000
+
+
 class Diffusion(BaseTransform):
     r"""The graph replaced by its personalised-PageRank diffusion (MVGRL's second view),
 
     .. math::
         S = \alpha \big(I - (1 - \alpha) D^{-1/2} (A + I) D^{-1/2}\big)^{-1},
 
-    sparsified by PyG's ``GDC`` (exact, dense: :math:`O(N^2)` memory) to each node's ``k``
-    largest in-weights, or to the weights of at least ``eps``, as ``edge_index`` with
-    ``edge_weight`` (an input's ``edge_weight`` weighs :math:`A`). The diffusion of a graph
-    is computed once (the input's tensors, compared on every call).
+    :math:`D` the degrees of :math:`A + I` (MVGRL's ``compute_ppr``; row :math:`i` of
+    :math:`S` is what node :math:`i` aggregates, :math:`A_{ij}` the edge :math:`j \to i`).
+    With neither ``k`` nor ``eps``, :math:`S` as it is (:meth:`matrix`, dense, in float64;
+    as ``edge_index`` with ``edge_weight``, its non-zero entries); else sparsified by PyG's
+    ``GDC`` (exact, dense: :math:`O(N^2)` memory) to each node's ``k`` largest in-weights,
+    or to the weights of at least ``eps``. An input's ``edge_weight`` weighs :math:`A`. The
+    diffusion of a graph is computed once (the input's tensors, compared on every call).
 
     Args:
         alpha (float, optional): the teleport probability (default: ``0.2``, MVGRL's).
@@ -118,8 +126,8 @@ class Diffusion(BaseTransform):
 
     def __init__(self, alpha: float = 0.2, k: int | None = 128, eps: float | None = None) -> None:
         self.alpha = _probability(alpha, "alpha")
-        if (k is None) == (eps is None):
-            raise ValueError(f"give one of k and eps, got k={k!r}, eps={eps!r}")
+        if k is not None and eps is not None:
+            raise ValueError(f"give at most one of k and eps, got k={k!r}, eps={eps!r}")
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
             raise ValueError(f"k must be an integer >= 1, got {k!r}")
         if eps is not None and (
@@ -127,31 +135,77 @@ class Diffusion(BaseTransform):
         ):
             raise ValueError(f"eps must be a number > 0, got {eps!r}")
         self.k, self.eps = k, eps
-        sparsify = (
-            dict(method="topk", k=k, dim=0) if k is not None else dict(method="threshold", eps=eps)
-        )
-        self.gdc = GDC(
-            self_loop_weight=1.0,
-            normalization_in="sym",
-            normalization_out=None,
-            diffusion_kwargs=dict(method="ppr", alpha=self.alpha),
-            sparsification_kwargs=sparsify,
-            exact=True,
-        )
+        self.gdc = None
+        if not self.exact:
+            sparsify = (
+                dict(method="topk", k=k, dim=0)
+                if k is not None
+                else dict(method="threshold", eps=eps)
+            )
+            self.gdc = GDC(
+                self_loop_weight=1.0,
+                normalization_in="sym",
+                normalization_out=None,
+                diffusion_kwargs=dict(method="ppr", alpha=self.alpha),
+                sparsification_kwargs=sparsify,
+                exact=True,
+            )
         self._cache: tuple[tuple, tuple[Tensor, Tensor]] | None = None
+        self._dense: tuple[tuple, Tensor] | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether it is the diffusion as it is (neither ``k`` nor ``eps``)."""
+        return self.k is None and self.eps is None
+
+    def matrix(
+        self, edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None = None
+    ) -> Tensor:
+        """The exact diffusion :math:`S` ``[num_nodes, num_nodes]`` (float64, dense; row
+        :math:`i`: what node :math:`i` aggregates), computed once per graph; ``ValueError``
+        past :data:`DENSE_MAX_NODES` nodes."""
+        key = (edge_index, edge_weight, num_nodes)
+        if self._dense is not None and same_inputs(self._dense[0], key):
+            return self._dense[1]
+        if num_nodes > DENSE_MAX_NODES:
+            raise ValueError(
+                f"the exact diffusion of {num_nodes} nodes is dense ({num_nodes}² entries, at "
+                f"most {DENSE_MAX_NODES} nodes): give k or eps (MVGRL's diffusion_k) to sparsify it"
+            )
+        f64 = torch.float64
+        device = edge_index.device
+        weight = torch.ones(edge_index.size(1), dtype=f64, device=device)
+        if edge_weight is not None:
+            weight = edge_weight.to(f64)
+        adjacency = torch.zeros(num_nodes, num_nodes, dtype=f64, device=device)
+        adjacency.index_put_((edge_index[1], edge_index[0]), weight, accumulate=True)
+        adjacency += torch.eye(num_nodes, dtype=f64, device=device)
+        scale = adjacency.sum(1).rsqrt()
+        transition = scale[:, None] * adjacency * scale[None, :]
+        eye = torch.eye(num_nodes, dtype=f64, device=device)
+        dense = self.alpha * torch.linalg.inv(eye - (1.0 - self.alpha) * transition)
+        self._dense = (key, dense)
+        return dense
 
     def diffusion(
         self, edge_index: Tensor, num_nodes: int, edge_weight: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
-        """The sparsified diffusion of a graph: ``edge_index`` ``[2, E']``, ``edge_weight``
-        ``[E']``."""
+        """The (sparsified) diffusion of a graph: ``edge_index`` ``[2, E']``,
+        ``edge_weight`` ``[E']``."""
         key = (edge_index, edge_weight, num_nodes)
         if self._cache is not None and same_inputs(self._cache[0], key):
             return self._cache[1]
-        graph = Data(edge_index=edge_index, edge_attr=edge_weight, num_nodes=num_nodes)
-        out = self.gdc(graph)
-        self._cache = (key, (out.edge_index, out.edge_attr.to(torch.get_default_dtype())))
-        return self._cache[1]
+        dtype = torch.get_default_dtype()
+        if self.exact:
+            dense = self.matrix(edge_index, num_nodes, edge_weight)
+            target, source = dense.nonzero().T
+            out = (torch.stack([source, target]), dense[target, source].to(dtype))
+        else:
+            graph = Data(edge_index=edge_index, edge_attr=edge_weight, num_nodes=num_nodes)
+            graph = self.gdc(graph)
+            out = (graph.edge_index, graph.edge_attr.to(dtype))
+        self._cache = (key, out)
+        return out
 
     def forward(self, data: Data) -> Data:
         data.edge_index, data.edge_weight = self.diffusion(
@@ -162,7 +216,9 @@ class Diffusion(BaseTransform):
         return data
 
     def __repr__(self) -> str:
-        sparsify = f"k={self.k}" if self.k is not None else f"eps={self.eps}"
+        sparsify = (
+            "exact" if self.exact else f"k={self.k}" if self.k is not None else f"eps={self.eps}"
+        )
         return f"{type(self).__name__}(alpha={self.alpha}, {sparsify})"
 
 

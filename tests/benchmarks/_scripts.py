@@ -44,7 +44,6 @@ SCRIPTS = {
     "minibatch_cora": "benchmarks/accuracy/minibatch_cora.py",
     "node_auto": "benchmarks/decisions/node_auto.py",
     "node_classification": "benchmarks/accuracy/node_classification.py",
-    "node_dgi_stopping": "benchmarks/decisions/node_dgi_stopping.py",
     "node_epochs": "benchmarks/studies/node_epochs.py",
     "node_readout": "benchmarks/studies/node_readout.py",
     "node_reproduce": "benchmarks/reproduce/node_reproduce.py",

@@ -9,7 +9,7 @@ from cl2gnn.datasets import generators, nodes
 from cl2gnn.graphs import knn_tiles
 from cl2gnn.nn import tiled
 from cl2gnn.node import api, config
-from cl2gnn.node.encoders import graph_encoder
+from cl2gnn.node.encoders import activations
 from cl2gnn.node.evaluation import probes
 from cl2gnn.studies import run
 from cl2gnn.vision import data, models, objectives
@@ -50,4 +50,4 @@ def test_every_catalogue_list_is_tied():
 
 
 def test_the_encoders_activations_are_the_configurations():
-    assert tuple(graph_encoder.ACTIVATION_MODULES) == config.ACTIVATIONS
+    assert tuple(activations.ACTIVATION_MODULES) == config.ACTIVATIONS

@@ -96,6 +96,32 @@ def contranorm_reference(x, scale, tau, self_loops, excluded=(), eps=1e-6):
     return centred / torch.sqrt(centred.square().mean(dim=1, keepdim=True) + eps)
 
 
+def sampled_keys_reference(x, keys, scale, tau, self_loops, eps=1e-6):
+    """The same layer on sampled keys written out: each row's cosine similarities / τ to
+    the key rows (its own pair masked unless kept), row softmax over the keys, the keys'
+    rows of ``x`` (not their normalised rows) averaged, then the plain LayerNorm."""
+    unit = x / x.norm(dim=1, keepdim=True)
+    logits = unit @ unit[keys].T / tau
+    for i in range(x.size(0)):
+        for j, key in enumerate(keys.tolist()):
+            if key == i and not self_loops:
+                logits[i, j] = float("-inf")
+    out = (1 + scale) * x - scale * torch.softmax(logits, dim=1) @ x[keys]
+    centred = out - out.mean(dim=1, keepdim=True)
+    return centred / torch.sqrt(centred.square().mean(dim=1, keepdim=True) + eps)
+
+
+@pytest.mark.parametrize("self_loops", [True, False])
+def test_sampled_keys_average_x_where_its_normalised_rows_differ(self_loops):
+    gen = torch.Generator().manual_seed(4)
+    x = 3 * torch.randn(N, D, generator=gen, dtype=f64)  # rows far from unit norm: U != X
+    assert (x.norm(dim=1) - 1).abs().min() > 0.1
+    keys = torch.randperm(N, generator=gen)[: N // 2]
+    op = ContrastiveNorm(D, 0.6, 0.5, self_loops=self_loops).double()
+    expected = sampled_keys_reference(x, keys, 0.6 / 0.5, 0.5, self_loops)
+    assert torch.allclose(op(x, keys=keys), expected, atol=TOL)
+
+
 @pytest.mark.parametrize("implementation", ["dense", "tiled"])
 @pytest.mark.parametrize("self_loops", [True, False])
 def test_published_form_matches_a_brute_force(implementation, self_loops):

@@ -75,9 +75,9 @@ def brute_edge_probabilities(name):
     return brute_probabilities([log(phi[t]) for _, t in EDGES], P, P_MAX)
 
 
-def brute_feature_probabilities(name):
+def brute_feature_probabilities(name, binary=False):
     phi = [max(v, 0.0) for v in brute_centrality(name)]
-    columns = X.double().abs().T.tolist()
+    columns = [[float(v != 0) if binary else abs(v) for v in c] for c in X.double().T.tolist()]
     weights = [sum(column[u] * phi[u] for u in range(NUM_NODES)) for column in columns]
     return brute_probabilities([log(w) for w in weights], P, P_MAX)
 
@@ -94,11 +94,18 @@ def test_edge_probabilities_are_the_formulas(centrality):
     assert got.max() == pytest.approx(P_MAX)  # the least central targets are cut off
 
 
+@pytest.mark.parametrize("binary", [False, True])
 @pytest.mark.parametrize("centrality", CENTRALITIES)
-def test_feature_probabilities_are_the_formulas(centrality):
-    got = AdaptiveMaskFeatures(P, P_MAX, centrality).probability(X, edge_index())
-    expected = torch.tensor(brute_feature_probabilities(centrality), dtype=torch.float32)
+def test_feature_probabilities_are_the_formulas(centrality, binary):
+    got = AdaptiveMaskFeatures(P, P_MAX, centrality, binary).probability(X, edge_index())
+    expected = torch.tensor(brute_feature_probabilities(centrality, binary), dtype=torch.float32)
     assert torch.allclose(got, expected, atol=1e-6), (got, expected)
+
+
+def test_binary_feature_weights_differ_from_the_magnitudes_on_this_x():
+    """X's non-zero entries are not all 1: the two weightings are told apart here."""
+    magnitude, presence = (brute_feature_probabilities("degree", b) for b in (False, True))
+    assert max(abs(a - b) for a, b in zip(magnitude, presence, strict=True)) > 1e-3
 
 
 def test_the_centralities_tell_the_probabilities_apart():
@@ -194,7 +201,8 @@ def test_gca_trains_on_the_adaptive_views_of_its_configuration():
     # the feature importances are the whole graph's, not those of a view's dropped edges
     mask = steps[0][0]
     views[0](Data(x=X, edge_index=edge_index()))
-    expected = torch.tensor(brute_feature_probabilities("eigenvector"), dtype=torch.float32)
-    assert torch.allclose(mask._cache[1], expected, atol=1e-6)
+    # GCA's default: a column weighed by where it is non-zero (its code's, but on WikiCS)
+    expected = brute_feature_probabilities("eigenvector", binary=True)
+    assert torch.allclose(mask._cache[1], torch.tensor(expected, dtype=torch.float32), atol=1e-6)
     with pytest.raises(ValueError, match="mini-batch"):
         check_run(Data(x=X, edge_index=edge_index()), "gca", config.with_overrides(batch_size=8))

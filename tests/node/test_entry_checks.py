@@ -296,6 +296,7 @@ NOT_DEFAULT = {  # a value other than NodeConfig's default, for each built-in en
     "hidden_channels": 999,
     "out_activation": False,
     "batch_norm": True,
+    "batch_norm_momentum": 0.5,
     "embedding": "layers",
 }
 

@@ -20,18 +20,10 @@ from torch_geometric.utils import to_torch_csr_tensor
 from ..._checks import one_of
 from ..config import ACTIVATIONS, EMBEDDINGS, ENCODERS, NodeConfig
 from ..inputs import check_edge_index
+from .activations import ACTIVATION_MODULES
 from .features import ColumnMasked, SparseFeatures, prepare_features
 from .layerwise import LayerwiseMaps
-from .propagation import ValuedGraph, propagate
-
-ACTIVATION_MODULES = {  # config.ACTIVATIONS, each name's module
-    "relu": torch.nn.ReLU,
-    "prelu": torch.nn.PReLU,
-    "rrelu": torch.nn.RReLU,
-    "elu": torch.nn.ELU,
-    "none": torch.nn.Identity,
-}
-
+from .propagation import as_matrix, propagate
 
 # GraphEncoder's arguments, each from a configuration field: what the built-in encoder reads
 ENCODER_ARGUMENTS = {
@@ -42,6 +34,7 @@ ENCODER_ARGUMENTS = {
     "hidden_channels": "hidden_channels",
     "out_activation": "out_activation",
     "batch_norm": "batch_norm",
+    "batch_norm_momentum": "batch_norm_momentum",
     "self_loops": "self_loops",
     "readout": "embedding",
     "normalize_features": "normalize_features",
@@ -72,8 +65,9 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
         in_channels (int): input features.
         out_channels (int): the last layer's width (with ``readout="last"``, the output's;
             the other read-outs are wider: the attribute :attr:`out_channels`).
-        activation (str, optional): ``"relu"``, ``"prelu"``, ``"rrelu"``, ``"elu"`` or
-            ``"none"`` (a linear encoder) (default: ``"relu"``).
+        activation (str, optional): ``"relu"``, ``"prelu"``, ``"rrelu"`` (GCA's: the fixed
+            mean slope, :class:`MeanRReLU`), ``"elu"`` or ``"none"`` (a linear encoder)
+            (default: ``"relu"``).
         conv (str, optional): ``"gcn"``, ``"sage"`` or ``"gat"`` (default: ``"gcn"``).
         heads (int, optional): GAT's heads in every layer but the last (default: ``4``).
         layers (int, optional): graph convolutions (default: ``2``).
@@ -81,8 +75,12 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
             (default: ``2 · out_channels``).
         out_activation (bool, optional): the activation after the last layer too
             (default: ``True``).
-        batch_norm (bool, optional): batch normalisation before each activation (BGRL's
-            encoder) (default: ``False``).
+        batch_norm (bool, optional): batch normalisation before each activation, none
+            after a last layer without one (BGRL's encoder; Graph Barlow Twins') (default:
+            ``False``).
+        batch_norm_momentum (float, optional): torch's ``momentum`` of the batch norms, the
+            weight of a batch's statistics in the running ones (BGRL's code: 0.99, Graph
+            Barlow Twins': 0.01) (default: ``0.1``).
         self_loops (bool, optional): GCN's added self-loops, ``Â = D^-½(A+I)D^-½``;
             ``False`` normalises the graph as it is (default: ``True``).
         readout (str, optional): what :meth:`forward` returns: ``"last"`` the last layer,
@@ -110,6 +108,7 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
         hidden_channels: int | None = None,
         out_activation: bool = True,
         batch_norm: bool = False,
+        batch_norm_momentum: float = 0.1,
         self_loops: bool = True,
         readout: str = "last",
         normalize_features: bool = False,
@@ -140,6 +139,7 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
             hidden_channels=hidden_channels,
             out_activation=out_activation,
             batch_norm=batch_norm,
+            batch_norm_momentum=batch_norm_momentum,
             self_loops=self_loops,
             readout=readout,
             normalize_features=normalize_features,
@@ -155,12 +155,16 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
                 self.convs.append(SAGEConv(a, b, aggr="sum"))
             else:
                 self.convs.append(GATConv(a, b, heads=1) if last else GATConv(a, b // heads, heads))
+        activated = [index < layers - 1 or out_activation for index in range(layers)]
         self.acts = torch.nn.ModuleList(
-            ACTIVATION_MODULES[activation]() if index < layers - 1 or out_activation else Identity()
-            for index in range(layers)
+            ACTIVATION_MODULES[activation]() if on else Identity() for on in activated
         )
-        norm = torch.nn.BatchNorm1d if batch_norm else lambda _: Identity()
-        self.norms = torch.nn.ModuleList(norm(width) for width in widths[1:])
+        self.norms = torch.nn.ModuleList(
+            torch.nn.BatchNorm1d(width, momentum=batch_norm_momentum)
+            if batch_norm and on
+            else Identity()
+            for width, on in zip(widths[1:], activated, strict=True)
+        )
 
     @classmethod
     def from_config(cls, in_channels: int, config: NodeConfig) -> GraphEncoder:
@@ -329,7 +333,7 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
         """Convolution ``index`` on dense ``x``: the PyG module on a CSR graph or an edge
         list, its own steps on a :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`."""
         conv = self.convs[index]
-        if not isinstance(graph, ValuedGraph):
+        if not as_matrix(graph):
             return conv(self._pair(x, graph), graph)
         if self.kind == "sage":  # SAGEConv: lin_l of the neighbors' mean, plus lin_r of its own
             return conv.lin_l(graph.matmul(x)) + conv.lin_r(x[: graph.size(0)])
@@ -360,7 +364,8 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
 
     def encode(self, x: Tensor | SparseFeatures | ColumnMasked, graph) -> Tensor:
         """The last layer's output, what training's losses read: ``x`` from :meth:`prepare`
-        (or a view of it), ``graph`` from :meth:`propagation_graph`, or one graph per layer,
+        (or a view of it), ``graph`` from :meth:`propagation_graph` (or a dense ``[N, N]``
+        matrix, propagated on as it is: MVGRL's exact diffusion), or one graph per layer,
         each trimmed to the rows the next one reads (:func:`first_rows`; the output then
         holds the last graph's rows)."""
         return self._layers(x, graph)[-1]
@@ -385,15 +390,3 @@ def read_out(x: Tensor | SparseFeatures, layers: list[Tensor], readout: str) -> 
         return torch.cat(layers, dim=-1)
     x = x if isinstance(x, Tensor) else x.to_dense()
     return torch.cat([torch.nn.functional.normalize(h, dim=-1) for h in (x, *layers)], -1)
-
-
-class ProjectionHead(torch.nn.Module):
-    """GRACE's head: ``fc2(elu(fc1(h)))``."""
-
-    def __init__(self, hidden: int, proj_hidden: int) -> None:
-        super().__init__()
-        self.fc1 = torch.nn.Linear(hidden, proj_hidden)
-        self.fc2 = torch.nn.Linear(proj_hidden, hidden)
-
-    def forward(self, h: Tensor) -> Tensor:
-        return self.fc2(torch.nn.functional.elu(self.fc1(h)))

@@ -243,9 +243,17 @@ def _same(a: list, b: list) -> bool:
 
 
 def propagate(graph: Tensor | ValuedGraph, h: Tensor) -> Tensor:
-    """``adj_t @ h`` for a propagation graph: a CSR tensor or a
-    :class:`~cl2gnn.node.encoders.propagation.ValuedGraph`."""
-    return graph.matmul(h) if isinstance(graph, ValuedGraph) else spmm(graph, h)
+    """``adj_t @ h`` for a propagation graph: a CSR tensor, a :class:`ValuedGraph` or a
+    dense matrix."""
+    return graph.matmul(h) if as_matrix(graph) else spmm(graph, h)
+
+
+def as_matrix(graph) -> bool:
+    """Whether a propagation graph multiplies as it is: a :class:`ValuedGraph`, or a dense
+    ``[N, N]`` matrix (MVGRL's exact diffusion), not renormalised."""
+    if isinstance(graph, ValuedGraph):
+        return True
+    return graph.layout == torch.strided and graph.is_floating_point()
 
 
 def first_rows(graph: Tensor, rows: int, columns: int) -> Tensor:

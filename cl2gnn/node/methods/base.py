@@ -58,11 +58,13 @@ class ViewBatch:
         edge_index: the un-augmented input graph ``[2, E]`` (the batch's local node ids).
         num_seeds: the loss is over rows ``0 … num_seeds - 1`` (every node in full-batch
             training; a mini-batch's seed nodes, which its sampler lists first).
+        edge_weight: the input graph's edge weights, where it has them (full batch).
     """
 
     views: list[EncoderInput]
     edge_index: Tensor
     num_seeds: int
+    edge_weight: Tensor | None = None
 
 
 class NodeMethod(torch.nn.Module):

@@ -29,8 +29,8 @@ from ...losses import (
 from ...nn import MultiStageMemory
 from ...nn.tiled import MATMUL_DTYPES
 from ..config import WIDTH, NodeConfig
-from ..encoders.graph_encoder import ProjectionHead
 from .base import NodeMethod, ViewBatch, register_method
+from .heads import ProjectionHead
 from .options import MethodOptions, option
 
 

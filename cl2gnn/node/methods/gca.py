@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 from torch_geometric.transforms import Compose
 
-from ..._checks import one_of
+from ..._checks import boolean, one_of
 from ..adaptive_views import CENTRALITIES, AdaptiveDropEdge, AdaptiveMaskFeatures
 from ..config import NodeConfig
 from ..views import View
@@ -20,9 +20,12 @@ CUT_OFF = 0.7  # p_τ, the authors' code's for both views and both augmentations
 
 @dataclass(frozen=True)
 class GCAOptions(InfoNCEOptions):
-    """What the adaptive views read a node's importance off."""
+    """What the adaptive views read a node's importance off, and whether a feature column's
+    importance counts where it is non-zero (``binary_features``, GCA's code on every graph
+    but WikiCS) or its magnitude (WikiCS's dense features)."""
 
     centrality: str = option("degree", one_of(*CENTRALITIES))
+    binary_features: bool = option(True, boolean)
 
 
 @register_method("gca")
@@ -31,8 +34,11 @@ class GCA(Grace):
     GRACE's loss (:func:`~cl2gnn.losses.info_nce`, inter- and intra-view negatives) on
     views that drop edges and mask feature columns less often the more important they
     are (:class:`~cl2gnn.node.AdaptiveDropEdge`, :class:`~cl2gnn.node.AdaptiveMaskFeatures`
-    with the configuration's ``centrality``, mean probabilities ``drop_edge`` and
-    ``drop_feature`` per view, cut off at :math:`p_\tau = 0.7`).
+    with the configuration's ``centrality`` and ``binary_features``, mean probabilities
+    ``drop_edge`` and ``drop_feature`` per view, cut off at :math:`p_\tau = 0.7`). Its
+    configurations (:data:`~cl2gnn.node.presets.AUTHORS_PER_GRAPH`) row-normalise the
+    features, as its code does on every graph, and its ``"rrelu"`` is the code's fixed-slope
+    ``F.rrelu`` (:class:`~cl2gnn.node.encoders.graph_encoder.MeanRReLU`).
 
     In the message-passing reading the loss is GRACE's, alignment on the pair graph minus
     uniformity on the affinity graph; the adaptive views change the augmentation graph's
@@ -52,7 +58,9 @@ class GCA(Grace):
         return tuple(
             Compose(
                 [
-                    AdaptiveMaskFeatures(config.drop_feature[v], CUT_OFF, centrality),
+                    AdaptiveMaskFeatures(
+                        config.drop_feature[v], CUT_OFF, centrality, self.options.binary_features
+                    ),
                     AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, centrality),
                 ]
             )

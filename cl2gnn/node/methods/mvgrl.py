@@ -10,14 +10,14 @@ from torch import Tensor
 from torch_geometric.nn.inits import reset
 from torch_geometric.transforms import Compose
 
-from ..._checks import integer
+from ..._checks import integer, optional
 from ...losses import LocalGlobalLoss
 from ..config import NodeConfig
 from ..encoders.features import permute_rows
 from ..encoders.graph_encoder import GraphEncoder
 from ..encoders.own import takes_edge_weight
 from ..views import Diffusion, View
-from .base import NodeMethod, ViewBatch, register_method
+from .base import EncoderInput, NodeMethod, ViewBatch, register_method
 from .options import MethodOptions, option
 
 ALPHA = 0.2  # the authors' teleport probability
@@ -58,28 +58,43 @@ class MVGRLEncoder(torch.nn.Module):
         return {"alpha": self.diffusion.alpha, "k": self.diffusion.k, "eps": self.diffusion.eps}
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
-        edges, weights = self.diffusion.diffusion(edge_index, x.size(0), edge_weight)
-        on_diffusion = self.diffusion_encoder(x, edges, edge_weight=weights.to(x.dtype))
+        if exact_builtin(self.diffusion, self.diffusion_encoder):  # S as it is, not renormalised
+            encoder = self.diffusion_encoder
+            matrix = self.diffusion.matrix(edge_index, x.size(0), edge_weight).to(x.dtype)
+            on_diffusion = encoder.embed(encoder.prepare(x), matrix)
+        else:
+            edges, weights = self.diffusion.diffusion(edge_index, x.size(0), edge_weight)
+            on_diffusion = self.diffusion_encoder(x, edges, edge_weight=weights.to(x.dtype))
         if edge_weight is None:
             return self.encoder(x, edge_index) + on_diffusion
         return self.encoder(x, edge_index, edge_weight=edge_weight) + on_diffusion
 
 
+def exact_builtin(diffusion: Diffusion, encoder: torch.nn.Module) -> bool:
+    """Whether the diffusion encoder propagates on the exact diffusion matrix as it is: the
+    built-in encoder (an encoder of one's own reads the diffusion's entries as weighted
+    edges, and normalises them as it does any graph)."""
+    return diffusion.exact and isinstance(encoder, GraphEncoder)
+
+
 @dataclass(frozen=True)
 class MVGRLOptions(MethodOptions):
-    """The in-edges per node kept of the diffusion."""
+    """The in-edges per node kept of the diffusion (``None``: the exact, dense diffusion, as
+    the authors' code; a number for a graph too large for it)."""
 
-    diffusion_k: int = option(32, integer(1))
+    diffusion_k: int | None = option(None, optional(integer(1)))
 
 
 @register_method("mvgrl")
 class MVGRL(NodeMethod):
     r"""MVGRL (Hassani & Khasahmadi, *Contrastive Multi-View Representation Learning on
     Graphs*, ICML 2020): two structural views, the graph and its personalised-PageRank
-    diffusion (:class:`~cl2gnn.node.Diffusion`, :math:`\alpha = 0.2`, ``diffusion_k``
-    in-edges kept per node), each through its own encoder; every node of one view is
-    scored against the other view's summary :math:`s = \sigma(\mathrm{mean}_i h_i)` by a
-    bilinear discriminator, against the nodes of row-shuffled features
+    diffusion (:class:`~cl2gnn.node.Diffusion`, :math:`\alpha = 0.2`; exact and dense, the
+    built-in encoder propagating on :math:`S` as it is, or with ``diffusion_k`` that many
+    in-edges kept per node, then normalised as a graph), each through its own encoder;
+    every node of one view is scored against the other view's summary
+    :math:`s = \sigma(\mathrm{mean}_i h_i)` by a bilinear discriminator, against the nodes
+    of row-shuffled features
     (:class:`~cl2gnn.losses.LocalGlobalLoss`, both directions averaged),
 
     .. math::
@@ -90,9 +105,9 @@ class MVGRL(NodeMethod):
     encoder of the same architecture (a re-initialised copy, trained with it) the
     diffusion, one discriminator for both directions, and the embedding for the probe is
     the sum of the two encoders' outputs on the clean graph and its diffusion
-    (:class:`MVGRLEncoder`, :meth:`embedding_model`). Their code trains on 4 subgraphs of
-    2,000 consecutive nodes per step and stops early on the loss; here the whole graph, for
-    the configuration's epochs.
+    (:class:`MVGRLEncoder`, :meth:`embedding_model`). Their code stops once the loss has
+    not improved for 20 epochs (its configuration's ``patience``) and trains on 4 subgraphs
+    of 2,000 consecutive nodes per step; here on the whole graph.
 
     In the message-passing reading it is DGI's alignment of every node with a virtual
     summary node (the star graph to it), across views: the summary of one structure
@@ -113,15 +128,35 @@ class MVGRL(NodeMethod):
         self.diffusion = Diffusion(ALPHA, k=self.options.diffusion_k)
         self.diffusion_encoder = copy.deepcopy(encoder)
         reset(self.diffusion_encoder)
+        # the built-in encoder on the exact diffusion propagates on the matrix S itself
+        self.matrix_view = exact_builtin(self.diffusion, encoder)
+        if self.matrix_view and encoder.kind == "gat":
+            raise ValueError(
+                "encoder: MVGRL's exact diffusion is a weighted matrix, which the GAT encoder "
+                "does not take: use encoder gcn or sage, or set diffusion_k"
+            )
         self.loss = LocalGlobalLoss(self.dim)
 
     def default_views(
         self, config: NodeConfig, generator: torch.Generator | None = None
     ) -> tuple[View, View]:
-        return Compose([]), self.diffusion  # the graph as it is, and its diffusion
+        # the graph as it is, and its diffusion (with matrix_view, the graph again:
+        # diffusion_input puts the matrix in its place)
+        return Compose([]), Compose([]) if self.matrix_view else self.diffusion
+
+    def diffusion_input(self, batch: ViewBatch) -> EncoderInput:
+        """The diffusion view as the diffusion encoder reads it: the trainer's second view,
+        or for the built-in encoder on the exact diffusion the first view's features with
+        the dense matrix :math:`S` of the batch's graph, weighted by its ``edge_weight``
+        (:meth:`Diffusion.matrix`)."""
+        graph, diffusion = batch.views
+        if not self.matrix_view:
+            return diffusion
+        matrix = self.diffusion.matrix(batch.edge_index, batch.num_seeds, batch.edge_weight)
+        return replace(graph, graph=matrix.to(torch.get_default_dtype()))
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
-        graph, diffusion = batch.views
+        graph, diffusion = batch.views[0], self.diffusion_input(batch)
         order = torch.randperm(batch.num_seeds, device=batch.edge_index.device)
         h_graph, h_diffusion = graph(encoder), diffusion(self.diffusion_encoder)
         # DGI's corruption, one permutation of the feature rows for both views

@@ -35,7 +35,9 @@ def fit(
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
 ) -> TrainResult:
-    """Train ``trainer`` for ``config.epochs`` epochs and embed every node;
+    """Train ``trainer`` for ``config.epochs`` epochs (with ``config.patience``, until the
+    loss has not fallen for that many, then back to the lowest-loss weights:
+    :class:`LowestLoss`) and embed every node;
     ``snapshot_every > 0`` also keeps the embeddings after every that many epochs.
 
     The epochs' losses stay on the device and are read back once per log interval (after
@@ -57,6 +59,12 @@ def fit(
     single = rank_and_world()[1] == 1  # under a process group each rank's draws are its own
     if not single and (resume is not None or checkpoint_every):
         raise ValueError("resume and checkpoint_every: a run of one process only")
+    if config.patience is not None and (not single or resume is not None or checkpoint_every):
+        raise ValueError(
+            "patience: a run of one process, not resumed and without checkpoint_every (the "
+            "lowest-loss weights it keeps are not saved)"
+        )
+    lowest = LowestLoss(trainer.model) if config.patience is not None else None
     identity = run_identity(trainer) if single else None
     losses = [] if resume is None else resume_run(trainer, resume, identity)
     pending, snapshots, start = [], {}, len(losses)
@@ -70,12 +78,14 @@ def fit(
     first = later = 0.0  # seconds of training: the first epoch run here, the others
     mark = time.perf_counter()  # the last read-back (or snapshot): what is timed starts here
     for epoch in bar:
+        if lowest is not None:
+            lowest.before_epoch()
         pending.append(trainer.epoch())
         snapshot = snapshot_every and (epoch + 1) % snapshot_every == 0
         saving = checkpoint_every and (epoch + 1) % checkpoint_every == 0
         last = epoch + 1 == config.epochs
         waited = time.perf_counter() - mark >= LOG_SECONDS
-        if epoch == start or last or snapshot or saving or waited:
+        if epoch == start or last or snapshot or saving or waited or lowest is not None:
             losses += read_back(pending, len(losses))
             pending, now = [], time.perf_counter()
             first, later = (now - mark, later) if epoch == start else (first, later + now - mark)
@@ -87,12 +97,17 @@ def fit(
             write_checkpoint(checkpoint, run_checkpoint(trainer, losses, identity))
         if snapshot or saving:
             mark = time.perf_counter()
+        if lowest is not None and lowest.stale(losses[-1]) >= config.patience:
+            break
+    if lowest is not None:
+        lowest.restore()
     # before embedding: what continues the run
     state = run_checkpoint(trainer, losses, identity) if single else None
     # the first epoch's one-off costs left out, unless it is the only one (none: untrained)
-    run = config.epochs - start
+    run = len(losses) - start
     epoch_ms = 1000.0 * (later / (run - 1) if run > 1 else first)
-    final = snapshots[config.epochs] if config.epochs in snapshots else trainer.embed()
+    kept = lowest is None and config.epochs in snapshots  # else the restored weights'
+    final = snapshots[config.epochs] if kept else trainer.embed()
     encoder = trainer.method.embedding_model(trainer.encoder).eval()
     return TrainResult(
         final,
@@ -105,6 +120,36 @@ def fit(
         checkpoint=state,
         transform=trainer.transform,
     )
+
+
+class LowestLoss:
+    """The weights that gave the lowest training loss so far, and the epochs since (DGI's
+    and MVGRL's stopping rule: their code saves the model on a new lowest loss, stops after
+    ``patience`` epochs without one and reloads it). An epoch's loss is computed on the
+    weights it starts from, so those are what is kept: a copy of ``model``'s state before
+    each epoch, held when its loss is the lowest."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = getattr(model, "module", model)
+        self.lowest, self.since = math.inf, 0
+        self.best: dict[str, Tensor] | None = None
+        self.start: dict[str, Tensor] | None = None
+
+    @torch.no_grad()
+    def before_epoch(self) -> None:
+        self.start = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def stale(self, loss: float) -> int:
+        """The epochs since the lowest loss, after the epoch whose loss is ``loss``."""
+        if loss < self.lowest:
+            self.lowest, self.since, self.best = loss, 0, self.start
+        else:
+            self.since += 1
+        return self.since
+
+    def restore(self) -> None:
+        if self.best is not None:
+            self.model.load_state_dict(self.best)
 
 
 def read_back(pending: list[Tensor | float], done: int) -> list[float]:
