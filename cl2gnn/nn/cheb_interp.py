@@ -145,7 +145,12 @@ class ChebInterpConv(MessagePassing):
         """:math:`g(\\tilde L) X`."""
         check_options(self)
         check_features(x)
-        graph, weight = self.laplacian(x, edge_index, edge_weight)
+        return self.filter_on(x, self.laplacian(x, edge_index, edge_weight))
+
+    def filter_on(self, x: Tensor, laplacian: tuple[Tensor, Tensor]) -> Tensor:
+        """:math:`g(\\tilde L) X` on :meth:`laplacian`'s output (one normalisation of the
+        graph for many calls: PolyGCL filters four inputs per step)."""
+        graph, weight = laplacian
         w = self.coefficients().to(x.dtype)
         previous, current = x, self.propagate(graph, x=x, edge_weight=weight)
         out = w[0] * previous + w[1] * current

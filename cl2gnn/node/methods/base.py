@@ -58,11 +58,13 @@ class ViewBatch:
         edge_index: the un-augmented input graph ``[2, E]`` (the batch's local node ids).
         num_seeds: the loss is over rows ``0 … num_seeds - 1`` (every node in full-batch
             training; a mini-batch's seed nodes, which its sampler lists first).
+        edge_weight: the input graph's edge weights (full-batch training; ``None``: none).
     """
 
     views: list[EncoderInput]
     edge_index: Tensor
     num_seeds: int
+    edge_weight: Tensor | None = None
 
 
 class NodeMethod(torch.nn.Module):
@@ -157,6 +159,12 @@ class NodeMethod(torch.nn.Module):
         else:
             out = model(x, edge_index, edge_weight=edge_weight)
         return checked_output(out, x.size(0))
+
+    def learning_rates(self) -> dict[torch.nn.Parameter, float]:
+        """The method's parameters that train at a learning rate of their own (PolyGCL's
+        filters), by parameter; the others train at the configuration's. A schedule
+        (warm-up, cosine) scales each alike."""
+        return {}
 
     def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
         """Called after each optimiser step with the fraction of training done (``0 … 1``):

@@ -39,7 +39,8 @@ class FullBatchTrainer(Trainer):
         views = [
             self.view_input(view, x, prepared, self.edge_index, self.graphs) for view in self.views
         ]
-        loss = self.loss(ViewBatch(views, self.edge_index, self.num_nodes))
+        weight = None if self.edge_weight is None else self.edge_weight.to(self.device)
+        loss = self.loss(ViewBatch(views, self.edge_index, self.num_nodes, weight))
         self.optimise(loss)
         return loss.detach()
 
