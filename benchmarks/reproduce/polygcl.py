@@ -19,7 +19,6 @@ on their embeddings.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import statistics
@@ -156,34 +155,33 @@ def table(out: Path, authors: Path) -> Path:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks.reproduce.polygcl", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="train and probe splits of a graph")
-    run.add_argument("graph", choices=GRAPHS)
-    run.add_argument("--splits", type=cmdline.int_range(0, 9), nargs="+", default=[0])
-    run.add_argument("--out", type=Path, required=True)
-    tab = commands.add_parser("table", help="the table of the runs beside the authors' code's")
-    tab.add_argument("--out", type=Path, required=True)
-    tab.add_argument("--authors", type=Path, required=True)
-    args = parser.parse_args(argv)
-    if args.command == "table":
-        for path in (args.out / "polygcl.jsonl", args.authors):
-            if not path.is_file():
-                parser.error(f"{path}: no such file")
-        print(table(args.out, args.authors))
-        return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    for split in args.splits:
-        record = run_split(args.graph, split)
-        with (args.out / "polygcl.jsonl").open("a") as handle:
-            handle.write(json.dumps(record) + "\n")
-        print(
-            f"{args.graph} split {split}: {record['metric']} test {record['test']:.2f} "
-            f"(validation {record['validation']:.2f}), epochs {record['epochs_run']} "
-            f"(best {record['best_epoch']}), {record['wall_s']:.0f} s",
-            flush=True,
-        )
+def main() -> int:
+    parser = cmdline.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="train and probe splits of a graph")
+    p.add_argument("graph", choices=GRAPHS)
+    p.add_argument("--splits", type=cmdline.int_range(0, 9), nargs="+", default=[0])
+    p.add_argument("--out", type=cmdline.output_dir, default="runs/polygcl")
+    p = sub.add_parser("table", help="the table of the runs beside the authors' code's")
+    p.add_argument("--out", type=cmdline.existing_path, default="runs/polygcl")
+    p.add_argument("--authors", type=cmdline.existing_path, required=True)
+    args = parser.parse_args()
+    with cmdline.user_errors(parser.prog):
+        out = Path(args.out)
+        if args.command == "table":
+            print(table(out, Path(args.authors)))
+            return 0
+        out.mkdir(parents=True, exist_ok=True)
+        for split in args.splits:
+            record = run_split(args.graph, split)
+            with (out / "polygcl.jsonl").open("a") as handle:
+                handle.write(json.dumps(record) + "\n")
+            print(
+                f"{args.graph} split {split}: {record['metric']} test {record['test']:.2f} "
+                f"(validation {record['validation']:.2f}), epochs {record['epochs_run']} "
+                f"(best {record['best_epoch']}), {record['wall_s']:.0f} s",
+                flush=True,
+            )
     return 0
 
 

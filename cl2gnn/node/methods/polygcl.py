@@ -107,7 +107,10 @@ class PolyGCLEncoder(torch.nn.Module):
         """The encoder on ``z`` node by node (a graph of self-loops only)."""
         no_edges = torch.empty(2, 0, dtype=torch.long, device=z.device)
         if isinstance(self.encoder, GraphEncoder):
-            return self.encoder.embed(z, self.encoder.propagation_graph(no_edges, z.size(0)))
+            # (no) weights in z's dtype: the self-loops' weights follow them
+            weight = None if self.encoder.kind == "gat" else z.new_zeros(0)
+            graph = self.encoder.propagation_graph(no_edges, z.size(0), edge_weight=weight)
+            return self.encoder.embed(z, graph)
         return self.encoder(z, no_edges)
 
     def branches(self, x: Tensor, laplacian: tuple[Tensor, Tensor]) -> tuple[Tensor, Tensor]:
