@@ -153,12 +153,17 @@ def test_the_embedding_is_alpha_high_plus_beta_low_of_the_encoder_on_each_node()
         assert torch.allclose(model(x, graph()), 0.3 * high + 0.8 * low)
 
 
-def test_the_discriminator_starts_as_nn_bilinear_default():
-    method, _ = method_and_encoder()
+def test_the_discriminator_and_the_encoder_start_as_nn_bilinear_and_nn_linear():
+    """Their code's default inits, U(±1/√fan-in) with the biases too (the bias the tell:
+    DGI's discriminator and PyG's GCN start theirs at zero)."""
+    method, encoder = method_and_encoder()
     bound = 1 / math.sqrt(D)
     for p in (method.loss.weight, method.loss.bias):
         assert p.abs().max() <= bound
-    assert method.loss.bias != 0  # not DGI's zero bias
+    assert method.loss.bias != 0
+    conv = encoder.convs[0]
+    # within 1/√F = 0.5, where Glorot's U(±√(6/(F+D))) = U(±0.82) would exceed it
+    assert conv.lin.weight.abs().max() <= 1 / math.sqrt(F) and (conv.bias != 0).all()
 
 
 def test_filters_alpha_and_beta_train_at_their_own_learning_rate():

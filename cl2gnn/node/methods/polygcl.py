@@ -160,8 +160,9 @@ class PolyGCL(NodeMethod):
     .. math::
         \mathcal{L} = \ell\big([Z_L; Z_H], [\tilde Z_L; \tilde Z_H], c\big).
 
-    As the authors' code: dropout is the only randomness of the views, the discriminator
-    starts as ``nn.Bilinear``'s default (:math:`U(\pm 1/\sqrt d)`, bias too), and the
+    As the authors' code: dropout is the only randomness of the views, the built-in GCN
+    encoder starts as ``nn.Linear``'s default and the discriminator as ``nn.Bilinear``'s
+    (:math:`U(\pm 1/\sqrt{\text{fan-in}})`, biases too, not Glorot's), and the
     filters, :math:`\alpha` and :math:`\beta` train at ``filter_lr``. Unlike it: every
     parameter trains (theirs leaves the PReLU slope and the batch norm's affine weights at
     their initial values), the filters see the symmetric part of a directed graph, and
@@ -185,6 +186,11 @@ class PolyGCL(NodeMethod):
             raise ValueError(
                 "filter_batch_norm: needs the built-in encoder (the input width sizes it)"
             )
+        if builtin and encoder.kind == "gcn":
+            for conv in encoder.convs:  # their nn.Linear's default init, not GCN's Glorot
+                torch.nn.init.kaiming_uniform_(conv.lin.weight, a=math.sqrt(5))
+                bound = 1.0 / math.sqrt(conv.lin.weight.size(1))
+                torch.nn.init.uniform_(conv.bias, -bound, bound)
         in_channels = encoder.widths[0] if builtin else 0
         options = self.options
         self.filters = PolyGCLFilters(
