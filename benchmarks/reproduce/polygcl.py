@@ -79,8 +79,8 @@ def run_split(graph: str, split: int) -> dict:
         "epochs_run": epochs,
         "best_epoch": best_epoch,
         "best_loss": best_loss,
-        "alpha": float(filters.alpha),
-        "beta": float(filters.beta),
+        "alpha": float(filters.alpha.detach()),
+        "beta": float(filters.beta.detach()),
         "wall_s": time.perf_counter() - start,
         "config": config.as_dict(),
     }
