@@ -7,14 +7,15 @@ their code stops (the training loss, patience 20, the lowest-loss epoch kept), t
 on the graph's shipped split ``k`` by the library's probe (logistic regression on
 L2-normalised embeddings, ``C`` chosen on the validation nodes). The authors' side is their
 code run here on the same npz files and masks, one run per split with seed ``k``
-(``--authors``, a JSONL of one record per run): their probe with the test score at the
+(``--authors``, ``benchmarks/configs/polygcl_authors.json``: the code, its commit,
+how it ran, one record per run): their probe with the test score at the
 first epoch of best validation score ("validation only"), their own rule (the best test
 score over the epochs where validation reached its running maximum) and the library's probe
 on their embeddings.
 
     python -m benchmarks.reproduce.polygcl run minesweeper --splits 0 1 2 --out runs/polygcl
-    python -m benchmarks.reproduce.polygcl table --out runs/polygcl \\
-        --authors /path/to/results.jsonl          # -> results/node_polygcl_reproduction.json
+    python -m benchmarks.reproduce.polygcl table --out runs/polygcl
+    # -> results/node_polygcl_reproduction.json
 """
 
 from __future__ import annotations
@@ -99,8 +100,9 @@ def table(out: Path, authors: Path) -> Path:
     ours: dict[str, dict[int, dict]] = {}
     for record in read_jsonl(out / "polygcl.jsonl"):
         ours.setdefault(record["graph"], {})[record["split"]] = record  # a re-run replaces
+    code = json.loads(authors.read_text())
     theirs: dict[str, dict[int, dict]] = {}
-    for record in read_jsonl(authors):
+    for record in code["runs"]:
         theirs.setdefault(record["dataset"], {})[record["split"]] = record
     rows = []
     for graph in GRAPHS:
@@ -108,22 +110,21 @@ def table(out: Path, authors: Path) -> Path:
         if not splits:
             continue
         mine = [ours[graph][k] for k in splits]
-        code = [theirs[graph][k] for k in splits]
+        authors_runs = [theirs[graph][k] for k in splits]
         rows.append(
             [
                 graph,
                 mine[0]["metric"],
                 ",".join(map(str, splits)),
                 summary([r["test"] for r in mine]),
-                summary([r["val_only"] for r in code]),
-                summary([r["their_rule"] for r in code]),
-                summary([r["library_probe"] for r in code]),
+                summary([r["val_only"] for r in authors_runs]),
+                summary([r["their_rule"] for r in authors_runs]),
+                summary([r["library_probe"] for r in authors_runs]),
                 summary([r["validation"] for r in mine]),
                 f"{statistics.fmean(r['best_epoch'] for r in mine):.0f} / "
-                f"{statistics.fmean(r['best_epoch'] for r in code):.0f}",
+                f"{statistics.fmean(r['best_epoch'] for r in authors_runs):.0f}",
             ]
         )
-    commit = {r.get("commit") for graph in theirs.values() for r in graph.values()}
     return save_table(
         "node_polygcl_reproduction",
         "Reproduction",
@@ -143,11 +144,8 @@ def table(out: Path, authors: Path) -> Path:
         notes=(
             "One training run per split k with seed k on both sides, the authors' "
             "configuration per graph, stopped on the training loss (patience 20, the "
-            "lowest-loss epoch kept). Their code: ChenJY-Count/PolyGCL "
-            f"{', '.join(sorted(c for c in commit if c))}, its model files unmodified but for "
-            "the bilinear discriminator and the filter's propagation written as matrix "
-            "products (equal to 5e-16 in float64; CPU speed), run here on the same npz files "
-            "and masks. 'their probe, validation only': their linear "
+            f"lowest-loss epoch kept). Their code: {code['repository']} {code['commit']}, "
+            f"{code['note']}. 'their probe, validation only': their linear "
             "layer (Adam, 2,000 epochs), the test score at the first epoch of best validation "
             "score. 'their rule': the highest test score among the epochs where validation "
             "reached its running maximum (selected partly on test). The library's probe: "
@@ -166,7 +164,9 @@ def main() -> int:
     p.add_argument("--out", type=cmdline.output_dir, default="runs/polygcl")
     p = sub.add_parser("table", help="the table of the runs beside the authors' code's")
     p.add_argument("--out", type=cmdline.existing_path, default="runs/polygcl")
-    p.add_argument("--authors", type=cmdline.existing_path, required=True)
+    p.add_argument(
+        "--authors", type=cmdline.existing_path, default="benchmarks/configs/polygcl_authors.json"
+    )
     args = parser.parse_args()
     with cmdline.user_errors(parser.prog):
         out = Path(args.out)
