@@ -89,8 +89,8 @@ def assert_close(got, expected):
 def test_the_field_is_registered_beside_the_contrastive_family():
     others = tuple(n for n, c in REGISTRY.items() if not issubclass(c, ContrastiveMethod))
     # registered in import order; gbt's and dgi's references in test_node_zoo.py, MVGRL's in
-    # test_mvgrl.py
-    assert sorted(others) == sorted((*FIELD, "mvgrl"))
+    # test_mvgrl.py, PolyGCL's in test_methods_polygcl.py
+    assert sorted(others) == sorted((*FIELD, "mvgrl", "polygcl"))
 
 
 def test_bootstrap_loss_equals_reference():

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch_geometric.transforms import Compose
 
-from ..._checks import boolean, integer, positive, probability
+from ..._checks import boolean, integer, number, probability
 from ...losses import LocalGlobalLoss
 from ...nn import ChebInterpConv
 from ..config import NodeConfig
@@ -138,7 +138,7 @@ class PolyGCLOptions(MethodOptions):
     filtered features (``filter_batch_norm``, the built-in encoder only)."""
 
     filter_degree: int = option(10, integer(1, 64))
-    filter_lr: float = option(0.01, positive)
+    filter_lr: float = option(0.01, number(0.0, 1.0, above=True))  # as learning_rate
     input_dropout: float = option(0.5, probability)
     filter_dropout: float = option(0.5, probability)
     filter_batch_norm: bool = option(False, boolean)
