@@ -77,6 +77,8 @@ BAD_OPERATOR_OPTIONS = {
     "tile_size": [0, 2.5],
     "distributed": ["all"],
     "matmul_dtype": ["float16"],
+    "K": [0, 2.5],
+    "pass_band": ["band"],
 }
 CHECKED_OPERATOR_OPTIONS = [
     (name, option, bad)

@@ -9,6 +9,7 @@ verify`` and the tests check.
 from .._registry import OPERATORS
 from .align import AlignConv
 from .attention import AttentionAlignConv
+from .cheb_interp import ChebInterpConv
 from .contrastive import ContrastiveConv
 from .contrastive_norm import ContrastiveNorm
 from .memory import MultiStageMemory
@@ -18,6 +19,7 @@ __all__ = [
     "OPERATORS",
     "AlignConv",
     "AttentionAlignConv",
+    "ChebInterpConv",
     "ContrastiveConv",
     "ContrastiveNorm",
     "MultiStageMemory",

@@ -153,6 +153,29 @@ DGI = NodeConfig(
 # whole graph (each window is 74% of Cora, and which nodes share one is an accident of the
 # file's node order; the windows are not measured against the whole graph yet: issue 56)
 MVGRL = replace(DGI, epochs=3_000)
+# PolyGCL's code (ChenJY-Count/PolyGCL): the filters (K = 10) on the row-normalised features,
+# one shared Linear(F, 512) and ReLU (the built-in encoder with one layer, on each node
+# alone), the filters, alpha and beta at their lr, the linear layer and the discriminator at
+# lr1 = 1e-3, dropout the only augmentation; their defaults, 500 epochs, their maximum (their
+# code stops on the training loss, patience 20: benchmarks/reproduce/polygcl.py)
+POLYGCL = NodeConfig(
+    learning_rate=1e-3,
+    out_channels=512,
+    layers=1,
+    activation="relu",
+    drop_edge=(0.0, 0.0),
+    drop_feature=(0.0, 0.0),
+    epochs=500,
+    weight_decay=0.0,
+    normalize_features=True,
+    options={
+        "filter_degree": 10,
+        "filter_lr": 0.01,
+        "input_dropout": 0.5,
+        "filter_dropout": 0.5,
+        "filter_batch_norm": False,
+    },
+)
 METHOD_DEFAULTS = {
     "bgrl": BGRL,
     "cca_ssg": CCA_SSG,
@@ -160,6 +183,7 @@ METHOD_DEFAULTS = {
     "gbt": GBT,
     "dgi": DGI,
     "mvgrl": MVGRL,
+    "polygcl": POLYGCL,
 }
 # GCA's code (train.py, pGRACE/dataset.py) row-normalises the features on every graph and
 # weighs a feature column by where it is non-zero, except on WikiCS (by its magnitude)
@@ -200,6 +224,26 @@ AUTHORS_PER_GRAPH = {
     ),
     ("graphacl", "wisconsin"): GRAPHACL.with_overrides(temperature=0.5, ema_decay=0.97),
     ("graphacl", "cornell"): GRAPHACL.with_overrides(temperature=0.5, ema_decay=0.95),
+    # PolyGCL's scripts (exp_PolyGCL.sh, HeterophilousGraph/exp_PolyGCL.sh): their filters'
+    # lr, dropout before (dprate) and after the filters, and where they set it the batch
+    # norm of the filtered features with PReLU; chameleon 1,000 epochs
+    **{
+        ("polygcl", name): replace(
+            POLYGCL,
+            activation="prelu" if norm else "relu",
+            epochs=1000 if name == "chameleon" else 500,
+        ).with_overrides(
+            filter_lr=lr, input_dropout=dprate, filter_dropout=dropout, filter_batch_norm=norm
+        )
+        for name, (lr, dprate, dropout, norm) in {
+            "minesweeper": (1e-4, 0.4, 0.1, False),
+            "texas": (5e-3, 0.4, 0.5, False),
+            "cornell": (1e-4, 0.8, 0.5, False),
+            "wisconsin": (1e-4, 0.1, 0.7, True),
+            "actor": (1e-2, 0.3, 0.7, True),
+            "chameleon": (1e-3, 0.3, 0.2, True),
+        }.items()
+    },
     ("graphacl", "chameleon"): GRAPHACL.with_overrides(
         epochs=30, temperature=0.5, ema_decay=0.999, normalize_features=False
     ),

@@ -25,6 +25,7 @@ from .encoders.graph_encoder import GraphEncoder
 from .inputs import check_graph
 from .methods import NodeMethod
 from .methods.mvgrl import MVGRLEncoder
+from .methods.polygcl import PolyGCLEncoder, PolyGCLFilters
 from .training.checkpoint import load_file, write_checkpoint
 from .views import Diffusion
 
@@ -138,8 +139,10 @@ def encoder_checkpoint(
 ) -> dict:
     """The embedding module ``model``'s weights as plain values: the built-in encoder with
     its constructor's arguments, any other module with its class's name (to read, never to
-    import), and MVGRL's diffusion's arguments beside its two encoders."""
-    encoder = model.encoder if isinstance(model, MVGRLEncoder) else model
+    import), MVGRL's diffusion's arguments beside its two encoders, and PolyGCL's filters'
+    arguments beside its encoder."""
+    wraps = isinstance(model, MVGRLEncoder | PolyGCLEncoder)
+    encoder = model.encoder if wraps else model
     builtin = isinstance(encoder, GraphEncoder)
     cls = type(encoder)
     return {
@@ -149,6 +152,7 @@ def encoder_checkpoint(
         "spec": encoder.spec if builtin else None,
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "diffusion": model.spec if isinstance(model, MVGRLEncoder) else None,
+        "polygcl": model.spec if isinstance(model, PolyGCLEncoder) else None,
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "method": None if method is None else getattr(method, "label", method.name),
         "config": None if config is None else config.as_dict(),
@@ -198,6 +202,8 @@ def load_encoder(
     model = encoder
     if checkpoint["diffusion"] is not None:
         model = MVGRLEncoder(encoder, copy.deepcopy(encoder), Diffusion(**checkpoint["diffusion"]))
+    if checkpoint.get("polygcl") is not None:  # absent from the files before it
+        model = PolyGCLEncoder(encoder, PolyGCLFilters(**checkpoint["polygcl"]))
     try:
         model.load_state_dict(checkpoint["state_dict"])
     except RuntimeError as error:

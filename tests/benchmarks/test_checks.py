@@ -60,3 +60,29 @@ def test_knn_build_checks_each_precision_and_names_the_default():
     choice = "faiss" if _faiss.faiss_available() else "torch full"
     assert default["method"].startswith(f"cl2gnn knn_graph default: {choice} ")
     assert rows[3]["skipped"] == "N > --peers-max 0"
+
+
+def test_polygcl_stops_as_its_authors_code_and_restores_the_lowest_loss():
+    """Their rule: stop after ``patience`` epochs without a strictly lower loss, restore the
+    lowest-loss state (a tie is no improvement)."""
+    import torch
+
+    from benchmarks.reproduce.polygcl import train_until_the_loss_stops
+
+    class Scripted:
+        def __init__(self, losses):
+            self.losses, self.model = iter(losses), torch.nn.Linear(1, 1, bias=False)
+            torch.nn.init.zeros_(self.model.weight)
+            self.config = type("Config", (), {"epochs": 100})()
+
+        def epoch(self):
+            with torch.no_grad():
+                self.model.weight += 1  # the state after epoch k is k
+            return torch.tensor(next(self.losses))
+
+    trainer = Scripted([3.0, 2.0, 2.5, 1.0, 1.0, 1.5, 1.2, 1.1, 0.9])
+    assert train_until_the_loss_stops(trainer, patience=3) == (7, 4, 1.0)
+    assert float(trainer.model.weight) == 4.0
+    short = Scripted([3.0, 2.0, 1.0])
+    short.config.epochs = 3
+    assert train_until_the_loss_stops(short, patience=3) == (3, 3, 1.0)

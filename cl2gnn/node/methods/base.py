@@ -160,6 +160,12 @@ class NodeMethod(torch.nn.Module):
             out = model(x, edge_index, edge_weight=edge_weight)
         return checked_output(out, x.size(0))
 
+    def learning_rates(self) -> dict[torch.nn.Parameter, float]:
+        """The method's parameters that train at a learning rate of their own (PolyGCL's
+        filters), by parameter; the others train at the configuration's. A schedule
+        (warm-up, cosine) scales each alike."""
+        return {}
+
     def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
         """Called after each optimiser step with the fraction of training done (``0 … 1``):
         where a target network follows the encoder."""

@@ -47,6 +47,23 @@ def library_view(view: View) -> bool:
     return getattr(view, "edges_in_range", False) is True
 
 
+def parameter_groups(
+    params: list[torch.nn.Parameter], own: dict[torch.nn.Parameter, float], learning_rate: float
+) -> list[dict]:
+    """The optimiser's groups: ``params`` at ``learning_rate``, those in ``own`` (a method's
+    :meth:`~cl2gnn.node.methods.NodeMethod.learning_rates`) at theirs, kept as a scale of
+    ``learning_rate`` (``lr_scale``) for a schedule to scale alike."""
+    rates: dict[float, list[torch.nn.Parameter]] = {}
+    for param in params:
+        rates.setdefault(own.get(param, learning_rate), []).append(param)
+    return [
+        {"params": group}
+        if rate == learning_rate
+        else {"params": group, "lr": rate, "lr_scale": rate / learning_rate}
+        for rate, group in rates.items()
+    ]
+
+
 class Trainer:
     """The state of one training run on ``data`` with ``method`` (a registered name, or an
     objective ``(z1, z2, h1, h2) -> loss``).
@@ -111,7 +128,10 @@ class Trainer:
         # fused on CUDA: one launch for every parameter, and no read of the step counters
         fused = bool(params) and all(p.is_cuda for p in params)
         self.optimizer = torch.optim.Adam(
-            params, lr=config.learning_rate, weight_decay=config.weight_decay, fused=fused or None
+            parameter_groups(params, self.method.learning_rates(), config.learning_rate),
+            lr=config.learning_rate,
+            weight_decay=config.weight_decay,
+            fused=fused or None,
         )
         self.steps, self.steps_per_epoch = 0, 1
 
@@ -182,7 +202,7 @@ class Trainer:
         loss.backward()
         if self.config.lr_warmup or self.config.lr_cosine:
             for group in self.optimizer.param_groups:
-                group["lr"] = self.learning_rate(self.steps)
+                group["lr"] = self.learning_rate(self.steps) * group.get("lr_scale", 1.0)
         self.optimizer.step()
         self.steps += 1
         self.method.after_step(self.encoder, min(1.0, self.steps / self.total_steps))
