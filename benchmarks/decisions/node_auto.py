@@ -171,8 +171,8 @@ def table(out: Path, note: str = "") -> None:
             "command (baselines included); 'single default s': the default candidate's "
             "training time on its 2 scoring seeds in the same run, times seeds / 2. Target: "
             "at or above every trivial baseline (raw features, standardised raw features, "
-            "untrained encoder, same run) and at least the single default's score minus its std (the "
-            "every-method table's default row, 10 seeds on the same splits)."
+            "untrained encoder, same run) and at least the single default's score minus its "
+            "std (the every-method table's default row, 10 seeds on the same splits)."
             + (f" Not run: {', '.join(missing)}." if missing else "")
             + (f" {note}" if note else "")
         ),
