@@ -167,9 +167,9 @@ def _from_rank_zero(value, world: int):
 
 
 def best_checkpoint(scores: dict[int, float]) -> int:
-    """The epoch of the best validation score; among equal scores a trained encoder before
-    the untrained one, and the later epoch (a shorter run only when it scores higher)."""
-    return max(scores, key=lambda epoch: (scores[epoch], epoch > 0, epoch))
+    """The epoch of the best validation score; among equal scores the later (a shorter run,
+    or the untrained encoder, only where it scores higher)."""
+    return max(scores, key=lambda epoch: (scores[epoch], epoch))
 
 
 def choose_method(
