@@ -37,7 +37,8 @@ def small_candidates(monkeypatch):
     """Three candidates: two trained, one left at its initialisation (0 epochs)."""
     listed = (
         ("grace", "grace", NodeConfig(**SMALL, learning_rate=0.01)),
-        ("useless", "grace", NodeConfig(**SMALL).with_overrides(epochs=0)),
+        # another width inside: not any other candidate's epoch 0 (checkpoints are candidates)
+        ("useless", "grace", NodeConfig(**{**SMALL, "hidden_channels": 12, "epochs": 0})),
         ("cca_ssg", "cca_ssg", NodeConfig(**SMALL, learning_rate=0.01, out_activation=False)),
     )
     monkeypatch.setattr(presets, "CANDIDATES", listed)
