@@ -44,7 +44,7 @@ COLUMNS = [
     "auto",
     "chosen",
     "chosen checkpoint (epoch of epochs)",
-    "validation scores (candidates at their best checkpoint, baselines)",
+    "validation scores (candidates, baselines)",
     "best trivial baseline",
     "single default (10 seeds)",
     "auto wall s",
@@ -165,7 +165,8 @@ def table(out: Path, note: str = "") -> None:
             "their validation nodes alone (cross-validation on the training nodes under the "
             "GRACE protocol) at 0, 1/8, 1/4, 1/2 and all of its epochs (0: the untrained "
             "encoder), then trains the best (candidate, checkpoint) for the other seeds, each "
-            "taken at that checkpoint. 'before': the row of the table this run replaced (auto "
+            "taken at that checkpoint; a candidate's validation score is at its best "
+            "checkpoint. 'before': the row of the table this run replaced (auto "
             "choosing among full runs only; '—' where the graph was not re-run or had no row). "
             "'auto wall s': the whole "
             "command (baselines included); 'single default s': the default candidate's "
