@@ -154,8 +154,8 @@ def train_node_model(
     the process group."""
     if (method == AUTO or select_epoch) and (resume is not None or checkpoint_every):
         raise ValueError(
-            "resume and checkpoint_every: method 'auto' and select_epoch choose again; train "
-            "the chosen method with its configuration (result.choice)"
+            "resume and checkpoint_every: method 'auto' chooses again (so does select_epoch); "
+            "train the chosen method with its configuration (result.choice)"
         )
     if method == AUTO:
         return _auto(data, config, encoder, augment, seed, device, progress)
