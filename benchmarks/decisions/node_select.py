@@ -49,10 +49,11 @@ from cl2gnn.node import (
     probe_scores,
     train_node_model,
 )
+from cl2gnn.node.evaluation import auto
 from cl2gnn.node.evaluation.probes import metric_for, num_splits
 from cl2gnn.node.presets import METHOD_DEFAULTS
 
-RAW = {"raw features": "l2", "raw features, standardised": "standard"}
+RAW = {auto.RAW: "l2", auto.STANDARDISED: "standard"}
 
 
 def on_disk_graphs() -> list[str]:

@@ -79,6 +79,7 @@ def _run_node(
         config=args.config,
         save=save,
         auto_budget=args.auto_budget,
+        select_epoch=args.select_epoch,
         resume=args.resume,
         checkpoint_every=args.checkpoint_every,
         run_folder=folder,
@@ -119,6 +120,8 @@ def _check_node(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
             parser.error(f"{option} needs --save DIR (the run's folder)")
         if value and args.method == AUTO:
             parser.error(f"{option}: give --method (auto would choose again)")
+        if value and args.select_epoch:
+            parser.error(f"{option}: not with --select-epoch (it chooses again)")
         if value and launched_by_torchrun():
             parser.error(f"{option}: a run of one process only (not under torchrun)")
     if args.batch_size is None:
@@ -167,6 +170,13 @@ def add_node_command(sub) -> None:
         type=cmdline.seconds,
         metavar="SECONDS",
         help="with auto: start no further candidate after this long (default: no limit)",
+    )
+    node.add_argument(
+        "--select-epoch",
+        action="store_true",
+        help="with --method: take each seed's model at the checkpoint (0, 1/8, 1/4, 1/2 or all "
+        "of the epochs) with the best validation score on the first seeds, as auto does "
+        "(auto always does); epoch 0 is the untrained encoder",
     )
     node.add_argument(
         "--protocol",
@@ -355,7 +365,9 @@ def format_table(results: list[dict]) -> str:
     lines = [candidate_table(r) + "\n" for r in results[:1] if "candidates" in r]
     lines += [header, "-" * len(header)]
     for r in results:
-        name = f"auto: {r['chosen']}" if "chosen" in r else r["method"]
+        name = f"auto: {r['chosen_as']}" if "chosen" in r else r["method"]
+        if "chosen" not in r and r.get("chosen_epoch", r["epochs"]) != r["epochs"]:
+            name += f" at epoch {r['chosen_epoch']}" + " (untrained)" * (r["chosen_epoch"] == 0)
         rows = [(name, r, f"{r['epoch_ms']:>9.1f}")]
         rows += [(name, b, f"{'':>9s}") for name, b in r.get("baselines", {}).items()]
         for name, row, ms in rows:

@@ -12,8 +12,7 @@ from torch_geometric.data import Data
 
 from .config import NodeConfig
 from .encoders.own import check_encoder
-from .evaluation.auto import SCORING_SEEDS, choose_method
-from .evaluation.probes import default_protocol, num_splits
+from .evaluation.auto import choose_method, scoring_seeds
 from .methods import method_type
 from .presets import (
     AUTHORS_PER_GRAPH,
@@ -103,6 +102,7 @@ def train_node_model(
     resume: str | Path | None = None,
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
+    select_epoch: bool = False,
 ) -> TrainResult:
     """Train an encoder on ``data`` with ``method`` — a name of
     :data:`~cl2gnn.node.methods.REGISTRY`, any callable ``(z1, z2, h1, h2) -> loss`` of the
@@ -142,20 +142,44 @@ def train_node_model(
             epochs (``lr_cosine``, ``ema_cosine``).
         checkpoint, checkpoint_every: write the run's state to the folder ``checkpoint``
             (``checkpoint.pt``) after every ``checkpoint_every`` epochs, for ``resume``.
+        select_epoch: hand back the run at the checkpoint with the best validation score
+            (at 0, 1/8, 1/4, 1/2 or all of its epochs, as method ``"auto"`` chooses,
+            :func:`~cl2gnn.node.evaluation.auto.choose_method`; on seed ``seed``'s
+            validation nodes, so the graph needs that split; ``result.epoch`` says which
+            where it is not the last, ``result.choice`` why). Method ``"auto"`` always does.
 
     With ``config.epochs == 0`` the embeddings are the encoder's at its initialisation (a
     baseline). Full-batch by default; ``config.batch_size`` trains on mini-batches of seed
     nodes and their sampled neighborhoods, in one process or, under ``torchrun``, across
     the process group."""
+    if (method == AUTO or select_epoch) and (resume is not None or checkpoint_every):
+        raise ValueError(
+            "resume and checkpoint_every: method 'auto' chooses again (so does select_epoch); "
+            "train the chosen method with its configuration (result.choice)"
+        )
     if method == AUTO:
-        if resume is not None or checkpoint_every:
-            raise ValueError(
-                "resume and checkpoint_every: method 'auto' chooses again; train the chosen "
-                "method with its configuration (result.choice)"
-            )
         return _auto(data, config, encoder, augment, seed, device, progress)
     if config is None:
         config = default_config(data, method, encoder=encoder)
+    if select_epoch and config.patience is not None:
+        raise ValueError(
+            f"select_epoch: NodeConfig.patience={config.patience} stops the run on its loss, "
+            "before the checkpoints select_epoch would choose among: use one of them"
+        )
+    if select_epoch:
+        label = method if isinstance(method, str) else getattr(method, "__name__", "objective")
+        choice = choose_method(
+            data,
+            [seed],
+            device=device,
+            progress=progress,
+            listed=[(label, method, config)],
+            encoder=encoder,
+            augment=augment,
+        )
+        result = choice.results[seed]
+        result.choice = choice
+        return result
     return train_run(
         data,
         method,
@@ -179,10 +203,7 @@ def _auto(data, config, encoder, augment, seed, device, progress) -> TrainResult
             "(cl2gnn.node.presets.CANDIDATES): pass no config, encoder or augment, or call "
             "choose_method(data, changes={...}) to change their fields"
         )
-    seeds = range(seed, seed + SCORING_SEEDS)
-    if default_protocol(data) == "splits":
-        seeds = range(seed, min(seed + SCORING_SEEDS, num_splits(data)))
-    choice = choose_method(data, seeds, device=device, progress=progress)
+    choice = choose_method(data, scoring_seeds(data, seed), device=device, progress=progress)
     result = choice.results[seed]
     result.choice = choice
     return result

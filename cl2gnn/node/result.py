@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 import csv
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import torch
@@ -44,7 +44,10 @@ class TrainResult:
             inference; ``embed`` applies :attr:`transform` first).
         losses: each epoch's mean loss.
         epoch_ms: the mean wall time of an epoch (the first left out when there are others).
-        snapshots: epoch ``->`` the embeddings after it (``snapshot_every``).
+        snapshots: epoch ``->`` the embeddings after it (``snapshot_every``, ``snapshot_at``;
+            epoch 0: at the initialisation).
+        encoder_states: epoch ``->`` :attr:`encoder`'s weights after it (``snapshot_at``),
+            for :meth:`at_epoch`.
         encoder: the module that embeds, in eval mode, called as PyG's models are on the
             graph after :attr:`transform`: the trained encoder (the built-in
             :class:`~cl2gnn.node.GraphEncoder` or the module that was passed), or for a
@@ -60,6 +63,8 @@ class TrainResult:
             apply the same way before embedding another (:meth:`embed` does): the
             configuration's row normalisation (PyG's ``NormalizeFeatures``) for an encoder
             of one's own, ``None`` for the built-in encoder (it normalises inside).
+        epoch: the epoch whose encoder this is where :meth:`at_epoch` took an earlier one
+            than the last (0: the untrained encoder); ``None``: the last.
         checkpoint: the run's state at the end of training
             (:func:`~cl2gnn.node.training.checkpoint.run_checkpoint`): what
             :meth:`save` writes as ``checkpoint.pt`` and ``resume=`` continues from.
@@ -76,6 +81,30 @@ class TrainResult:
     choice: object | None = None
     checkpoint: dict | None = field(default=None, repr=False)
     transform: BaseTransform | None = None
+    encoder_states: dict[int, dict[str, Tensor]] = field(default_factory=dict, repr=False)
+    epoch: int | None = None
+
+    def at_epoch(self, epoch: int) -> TrainResult:
+        """The run as it stood after ``epoch`` (one of :attr:`encoder_states`): that
+        epoch's encoder, embeddings and losses, labelled with :attr:`epoch`. The last
+        epoch's method (heads, predictors) and no checkpoint to resume from: training went
+        on past this encoder."""
+        if epoch not in self.encoder_states:
+            raise ValueError(f"epoch: {epoch} was not kept (kept: {sorted(self.encoder_states)})")
+        if epoch == len(self.losses) and self.epoch is None:
+            return self
+        encoder = copy.deepcopy(self.encoder)
+        encoder.load_state_dict(self.encoder_states[epoch])
+        return replace(
+            self,
+            embeddings=self.snapshots[epoch],
+            losses=self.losses[:epoch],
+            snapshots={},
+            encoder=encoder.eval(),
+            checkpoint=None,
+            encoder_states={},
+            epoch=epoch,
+        )
 
     def encoder_input(self, x: Tensor) -> Tensor:
         """Raw node features as :attr:`encoder` reads them: :attr:`transform` applied, as

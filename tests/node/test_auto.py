@@ -12,6 +12,7 @@ from cl2gnn.datasets import contextual_sbm
 from cl2gnn.node import NodeConfig, presets, train_node_model
 from cl2gnn.node.evaluation import auto as node_auto
 from cl2gnn.node.evaluation.auto import choose_method
+from cl2gnn.node.training.fit import train_run
 
 from ..distributed.test_scaleout import _join, _spawn
 
@@ -36,7 +37,8 @@ def small_candidates(monkeypatch):
     """Three candidates: two trained, one left at its initialisation (0 epochs)."""
     listed = (
         ("grace", "grace", NodeConfig(**SMALL, learning_rate=0.01)),
-        ("useless", "grace", NodeConfig(**SMALL).with_overrides(epochs=0)),
+        # another width inside: not any other candidate's epoch 0 (checkpoints are candidates)
+        ("useless", "grace", NodeConfig(**{**SMALL, "hidden_channels": 12, "epochs": 0})),
         ("cca_ssg", "cca_ssg", NodeConfig(**SMALL, learning_rate=0.01, out_activation=False)),
     )
     monkeypatch.setattr(presets, "CANDIDATES", listed)
@@ -57,9 +59,11 @@ def test_the_choice_follows_the_validation_scores(small_candidates, monkeypatch)
     assert choice.label == max(trained, key=trained.get)
     assert choice.label != "useless" and trained[choice.label] > trained["useless"]
     assert sorted(choice.results) == [0, 1] and choice.results[0].config == choice.config
-    # the chosen candidate's own runs are what later training reuses: the same embeddings
-    again = train_node_model(data, choice.method, choice.config, seed=1, progress=False)
-    assert torch.equal(again.embeddings, choice.results[1].embeddings)
+    # the chosen candidate's own runs, at the chosen checkpoint, are what later training
+    # reuses: the same embeddings
+    epoch = choice.epoch
+    again = train_run(data, choice.method, choice.config, seed=1, snapshot_at=(epoch,))
+    assert torch.equal(again.at_epoch(epoch).embeddings, choice.results[1].embeddings)
     # a candidate made to score higher on validation is chosen instead
     real = node_auto.probe_scores
 

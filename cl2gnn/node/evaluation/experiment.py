@@ -20,18 +20,14 @@ from ..api import AUTO, default_config, train_node_model
 from ..config import check_field
 from ..inputs import check_labels
 from ..training.checkpoint import CHECKPOINT, write_checkpoint
-from .auto import choose_method, scoring_seeds
+from ..training.fit import train_run
+from .auto import BASELINES, RAW, STANDARDISED, UNTRAINED, choose_method, scoring_seeds
 from .probes import default_protocol, make_split, metric_for, num_splits, probe_score
 
 # an interrupted run's periodic checkpoints, in its folder: outside what a run stages
 # (the command's cl2gnn/cli/run_folder.py), so that they outlive a killed run and resume
 # finds them; the folder goes when the run has finished
 CHECKPOINTS = ".cl2gnn.checkpoints"
-
-# the trivial baselines a method must beat: the probe on the raw features (L2-normalised, as
-# the embeddings are, and standardised), and the encoder with the method's configuration and
-# read-out at its random initialisation
-BASELINES = ("raw features", "raw features, standardised", "untrained encoder")
 
 
 def peak_rss_mb() -> float:
@@ -139,6 +135,7 @@ def run_experiment(
     resume: bool = False,
     checkpoint_every: int = 0,
     run_folder: str | Path | None = None,
+    select_epoch: bool = False,
     **fields,
 ) -> list[dict]:
     """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
@@ -159,7 +156,11 @@ def run_experiment(
     ``save``) is the run's own folder where ``save`` stages it: ``checkpoint_every`` writes
     each seed's state there every that many epochs (:func:`checkpoint_folder`), and
     ``resume`` continues each seed from the checkpoint it has there
-    (:func:`resume_folders`; a named method only).
+    (:func:`resume_folders`; a named method only). ``select_epoch`` (always, with ``"auto"``):
+    the training length chosen as ``"auto"`` chooses it, the checkpoint (0, 1/8, 1/4, 1/2 or
+    all of the epochs) with the best validation mean on the scoring seeds
+    (:func:`~cl2gnn.node.evaluation.auto.scoring_seeds`), every seed's model taken there
+    (``"chosen_epoch"``; 0: the untrained encoder, training did not help).
 
 
     Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
@@ -186,20 +187,29 @@ def run_experiment(
         )
     seed_range = range(first_seed, first_seed + seeds)
     check_probe(data, protocols, seed_range)
+    if select_epoch and (resume or checkpoint_every):
+        raise ValueError(
+            "resume and checkpoint_every: select_epoch hands back an earlier checkpoint than "
+            "the run's state"
+        )
     run_folder = save if run_folder is None else run_folder
     resumed = resume_folders(run_folder, seed_range) if resume else {}
     metric = metric_for(data.y)
     rank, _ = rank_and_world()
     progress = progress and rank == 0
-    choice = None
-    if method == AUTO:  # chosen on the first protocol's validation nodes
+    choice, auto = None, method == AUTO
+    if auto or select_epoch:  # chosen on the first protocol's validation nodes
         choice = choose_method(
             data,
-            scoring_seeds(data, seed_range),
+            scoring_seeds(data, first_seed, protocols[0]),
             protocol=protocols[0],
-            changes=lambda base: configure(base, config, out_channels, **fields),
+            # a named method's configuration is configured already
+            changes=(lambda base: configure(base, config, out_channels, **fields))
+            if auto
+            else None,
             device=device,
             budget=auto_budget,
+            listed=None if auto else [(method, method, configuration)],
         )
         method, configuration = choice.method, choice.config
     rows = (method, *BASELINES) if baselines else (method,)
@@ -210,6 +220,16 @@ def run_experiment(
         for seed in tqdm(seed_range, desc=f"{data.name} {method}", disable=not progress):
             if choice is not None and seed in choice.results:  # trained while choosing
                 result = choice.results[seed]
+            elif choice is not None:  # the same checkpoint of the same run
+                result = train_run(
+                    data,
+                    method,
+                    configuration,
+                    seed=seed,
+                    device=device,
+                    progress=False,
+                    snapshot_at=(choice.epoch,),
+                ).at_epoch(choice.epoch)
             else:
                 periodic = checkpoint_folder(run_folder, seed) if checkpoint_every else None
                 result = train_node_model(
@@ -228,7 +248,7 @@ def run_experiment(
             embeddings = {method: result.embeddings}
             if baselines:
                 untrained = configuration.with_overrides(epochs=0)
-                embeddings["untrained encoder"] = train_node_model(
+                embeddings[UNTRAINED] = train_node_model(
                     data, method, untrained, seed=seed, device=device, progress=False
                 ).embeddings
             if rank == 0:
@@ -267,8 +287,15 @@ def run_experiment(
             result["baselines"] = {
                 row: _summary(scores[protocol, row], metric) for row in BASELINES
             }
-        if choice is not None:
+        if auto:
             result |= choice.as_dict()
+        elif choice is not None:
+            label = choice.label
+            result |= {
+                "chosen_epoch": choice.epoch,
+                "training_helped": choice.trained,
+                "checkpoints": choice.checkpoints[label],
+            }
         results.append(result)
     return results
 
@@ -290,7 +317,7 @@ def _probe(
         for row, features in embeddings.items():
             scores[protocol, row].append(probe_score(features, data.y, split, **probe))
         if baselines:
-            scores[protocol, "raw features"].append(probe_score(data.x, data.y, split, **probe))
-            scores[protocol, "raw features, standardised"].append(
+            scores[protocol, RAW].append(probe_score(data.x, data.y, split, **probe))
+            scores[protocol, STANDARDISED].append(
                 probe_score(data.x, data.y, split, scaling="standard", **probe)
             )

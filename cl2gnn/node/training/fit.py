@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import torch
@@ -31,14 +31,18 @@ def fit(
     snapshot_every: int = 0,
     description: str = "",
     *,
+    snapshot_at: Collection[int] = (),
     resume: str | Path | None = None,
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
 ) -> TrainResult:
     """Train ``trainer`` for ``config.epochs`` epochs (with ``config.patience``, until the
     loss has not fallen for that many, then back to the lowest-loss weights:
-    :class:`LowestLoss`) and embed every node;
-    ``snapshot_every > 0`` also keeps the embeddings after every that many epochs.
+    :class:`LowestLoss`) and embed every node; ``snapshot_every > 0`` also keeps the
+    embeddings after every that many epochs; ``snapshot_at`` after each of those epochs
+    (``0``: before training, the encoder at its initialisation), with the embedding model's
+    weights then (``result.encoder_states``), from which
+    :meth:`~cl2gnn.node.result.TrainResult.at_epoch` hands back the model of that epoch.
 
     The epochs' losses stay on the device and are read back once per log interval (after
     the first epoch, then every :data:`LOG_SECONDS`, after a checkpoint's epoch and after
@@ -54,6 +58,8 @@ def fit(
     config = trainer.config
     integer(0)(snapshot_every, "snapshot_every")
     integer(0)(checkpoint_every, "checkpoint_every")
+    for epoch in snapshot_at:
+        integer(0, config.epochs)(epoch, "snapshot_at")
     if checkpoint_every and checkpoint is None:
         raise ValueError("checkpoint_every needs checkpoint, the folder to write it to")
     single = rank_and_world()[1] == 1  # under a process group each rank's draws are its own
@@ -67,7 +73,16 @@ def fit(
     lowest = LowestLoss(trainer.model) if config.patience is not None else None
     identity = run_identity(trainer) if single else None
     losses = [] if resume is None else resume_run(trainer, resume, identity)
-    pending, snapshots, start = [], {}, len(losses)
+    pending, snapshots, states, start = [], {}, {}, len(losses)
+
+    def keep(epoch: int) -> None:
+        snapshots[epoch] = trainer.embed()
+        if epoch in snapshot_at:  # copies: the training goes on in place
+            model = trainer.method.embedding_model(trainer.encoder)
+            states[epoch] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    if start == 0 and 0 in snapshot_at:
+        keep(0)
     bar = tqdm(
         range(start, config.epochs),
         desc=description or trainer.label,
@@ -81,7 +96,9 @@ def fit(
         if lowest is not None:
             lowest.before_epoch()
         pending.append(trainer.epoch())
-        snapshot = snapshot_every and (epoch + 1) % snapshot_every == 0
+        snapshot = (snapshot_every and (epoch + 1) % snapshot_every == 0) or (
+            epoch + 1 in snapshot_at
+        )
         saving = checkpoint_every and (epoch + 1) % checkpoint_every == 0
         last = epoch + 1 == config.epochs
         waited = time.perf_counter() - mark >= LOG_SECONDS
@@ -92,7 +109,7 @@ def fit(
             mark = now
             bar.set_postfix(loss=f"{losses[-1]:.4f}")
         if snapshot:
-            snapshots[epoch + 1] = trainer.embed()
+            keep(epoch + 1)
         if saving:
             write_checkpoint(checkpoint, run_checkpoint(trainer, losses, identity))
         if snapshot or saving:
@@ -115,6 +132,7 @@ def fit(
         epoch_ms,
         snapshots,
         encoder=encoder,
+        encoder_states=states,
         method=trainer.method,
         config=config,
         checkpoint=state,
@@ -176,6 +194,7 @@ def train_run(
     seed: int = 0,
     progress: bool = True,
     snapshot_every: int = 0,
+    snapshot_at: Collection[int] = (),
     resume: str | Path | None = None,
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
@@ -184,7 +203,8 @@ def train_run(
     """A run of :func:`~cl2gnn.node.train_node_model` once its ``config`` is resolved, for a
     registered method or a callable objective (not ``"auto"``): the trainer ``config`` calls
     for, built with ``seed`` and ``options`` (the trainers' ``encoder``, ``augment``,
-    ``device``), trained by :func:`fit` (``resume``, ``checkpoint``, ``checkpoint_every``)."""
+    ``device``), trained by :func:`fit` (``snapshot_at``, ``resume``, ``checkpoint``,
+    ``checkpoint_every``)."""
     trainer_class = FullBatchTrainer if config.batch_size is None else MinibatchTrainer
     trainer = trainer_class(data, method, config, seed=seed, **options)
     result = fit(
@@ -192,6 +212,7 @@ def train_run(
         progress,
         snapshot_every,
         f"{trainer.label} seed {seed}",
+        snapshot_at=snapshot_at,
         resume=resume,
         checkpoint=checkpoint,
         checkpoint_every=checkpoint_every,
