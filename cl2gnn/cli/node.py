@@ -356,24 +356,28 @@ def add_node_command(sub) -> None:
 def format_table(results: list[dict]) -> str:
     """The results (and their baselines, if any) as a plain-text table, after the
     candidates' validation scores where method ``auto`` chose."""
-    header = (
-        f"{'dataset':18s} {'method':26s} {'protocol':8s} {'metric':8s} {'score (%)':>14s} "
-        f"{'seeds':>5s} {'ms/epoch':>9s}"
-    )
     from ..node.evaluation.auto import candidate_table
 
-    lines = [candidate_table(r) + "\n" for r in results[:1] if "candidates" in r]
-    lines += [header, "-" * len(header)]
+    table = []  # (dataset, row name, protocol, metric, score, seeds, ms/epoch)
     for r in results:
         name = f"auto: {r['chosen_as']}" if "chosen" in r else r["method"]
         if "chosen" not in r and r.get("chosen_epoch", r["epochs"]) != r["epochs"]:
             name += f" at epoch {r['chosen_epoch']}" + " (untrained)" * (r["chosen_epoch"] == 0)
-        rows = [(name, r, f"{r['epoch_ms']:>9.1f}")]
-        rows += [(name, b, f"{'':>9s}") for name, b in r.get("baselines", {}).items()]
-        for name, row, ms in rows:
+        rows = [(name, r, f"{r['epoch_ms']:.1f}")]
+        rows += [(label, b, "") for label, b in r.get("baselines", {}).items()]
+        for label, row, ms in rows:
             score = f"{row['score_mean']:.2f} ± {row['score_std']:.2f}"
-            lines.append(
-                f"{r['dataset']:18s} {name:26s} {r['protocol']:8s} {r['metric']:8s} "
-                f"{score:>14s} {len(r['seeds']):>5d} {ms}"
-            )
+            table.append((r["dataset"], label, r["protocol"], r["metric"], score, r["seeds"], ms))
+    width = max([26, *(len(row[1]) for row in table)])  # a chosen checkpoint's long name
+    header = (
+        f"{'dataset':18s} {'method':{width}s} {'protocol':8s} {'metric':8s} "
+        f"{'score (%)':>14s} {'seeds':>5s} {'ms/epoch':>9s}"
+    )
+    lines = [candidate_table(r) + "\n" for r in results[:1] if "candidates" in r]
+    lines += [header, "-" * len(header)]
+    lines += [
+        f"{dataset:18s} {name:{width}s} {protocol:8s} {metric:8s} {score:>14s} "
+        f"{len(seeds):>5d} {ms:>9s}"
+        for dataset, name, protocol, metric, score, seeds, ms in table
+    ]
     return "\n".join(lines)
