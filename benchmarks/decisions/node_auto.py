@@ -128,7 +128,7 @@ def table(out: Path, note: str = "") -> None:
             [
                 f"{graph} ({r['protocol']}, {r['metric'].replace('_', '-')})",
                 f"{r['score_mean']:.2f} ± {r['score_std']:.2f}",
-                r["chosen_as"],
+                r["chosen"],  # its checkpoint in the next column
                 f"{r['chosen_epoch']} of {r['epochs']}",
                 ", ".join(
                     f"{label} {c['validation']:.1f}"
