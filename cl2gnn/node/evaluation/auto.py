@@ -27,10 +27,10 @@ from torch_geometric.data import Data
 from ...distributed import rank_and_world
 from ...distributed.launch import release, waiting_group
 from ..config import NodeConfig, config_from_dict
-from ..methods import method_type
 from ..presets import candidates
 from ..result import TrainResult
 from ..training.fit import train_run
+from ..training.plan import check_run
 from .probes import default_protocol, make_split, metric_for, num_splits, probe_scores
 
 SCORING_SEEDS = 2  # the seeds (splits) whose validation nodes choose, from the run's first
@@ -222,9 +222,19 @@ def choose_method(
         config = changes(base)
         if config.batch_size is not None:  # a mini-batch's negatives are its seeds
             config = replace(config, num_keys=None)
-        if world > 1 and not method_type(method).spans_ranks:
-            scores[label], skipped[label] = None, "does not span the ranks of a process group"
-            continue
+        if world > 1:  # a candidate the plan refuses across ranks is skipped, with its reason
+            try:
+                check_run(
+                    data,
+                    method,
+                    config,
+                    encoder=train_options.get("encoder"),
+                    device=device,
+                    distributed=config.distributed,
+                )
+            except ValueError as error:
+                scores[label], skipped[label] = None, str(error)
+                continue
         if budget is not None and configs and time.perf_counter() - start > budget:
             scores[label], skipped[label] = None, f"time budget of {budget:g} s spent"
             continue

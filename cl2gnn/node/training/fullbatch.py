@@ -23,11 +23,12 @@ class FullBatchTrainer(Trainer):
         self.edge_index = data.edge_index.to(device)
         self.num_nodes = data.num_nodes
         self.graphs = None
+        # the graph's weights on the device once, not a copy per step
+        self.weight = None if self.edge_weight is None else self.edge_weight.to(device)
         if self.builtin:  # made once for every view: the features' forms, the graph's structure
             self.x_input = self.encoder.normalize(self.x)
             self.prepared = self.encoder.prepare(self.x)
-            weight = None if self.edge_weight is None else self.edge_weight.to(device)
-            self.graphs = ViewGraphs(self.encoder, self.edge_index, self.num_nodes, weight)
+            self.graphs = ViewGraphs(self.encoder, self.edge_index, self.num_nodes, self.weight)
 
     def step(self) -> Tensor:
         """One optimiser step on two fresh views of the graph; returns the loss."""
@@ -39,8 +40,7 @@ class FullBatchTrainer(Trainer):
         views = [
             self.view_input(view, x, prepared, self.edge_index, self.graphs) for view in self.views
         ]
-        weight = None if self.edge_weight is None else self.edge_weight.to(self.device)
-        loss = self.loss(ViewBatch(views, self.edge_index, self.num_nodes, weight))
+        loss = self.loss(ViewBatch(views, self.edge_index, self.num_nodes, self.weight))
         self.optimise(loss)
         return loss.detach()
 
@@ -53,7 +53,6 @@ class FullBatchTrainer(Trainer):
         encoder = self.encoder
         was_training = encoder.training
         encoder.eval()
-        weight = None if self.edge_weight is None else self.edge_weight.to(self.device)
-        out = self.method.embed(encoder, self.x, self.edge_index, weight).cpu()
+        out = self.method.embed(encoder, self.x, self.edge_index, self.weight).cpu()
         encoder.train(was_training)
         return out
