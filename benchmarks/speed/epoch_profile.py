@@ -11,6 +11,13 @@ path), the method's forward (``model.forward``, less the encoder's passes: "head
 ``after_step``) and ``optimizer.step``; "other" is the rest of the step, "total" the whole
 ``trainer.step()``. Nothing is run twice, nothing copied from the trainer.
 
+The floor, for a float32 epoch: its matrix products (``mm``, ``addmm``, ``addmm_``, found by
+the profiler with their shapes) replayed alone, back to back on fresh float32 tensors of the
+same shapes, give the time BLAS needs for them on this machine; an epoch of the same run
+with the loss replaced by the sum of the projections (the views, encoder, head, backward
+through them and the optimiser, as before) gives what is not the loss. What is left above
+both is the loss's passes over its ``2N × 2N`` logits besides their products.
+
     python -m benchmarks.speed.epoch_profile --dataset Cora   # -> results/node_epoch_profile.json
 """
 
@@ -115,6 +122,90 @@ def top_operators(trainer, epochs: int, count: int) -> list[tuple[str, float, fl
     ]
 
 
+GEMMS = ("aten::mm", "aten::addmm", "aten::addmm_")
+SPARSE_READS = ("aten::_nnz", "aten::crow_indices", "aten::col_indices", "aten::indices")
+
+
+def replayed_ms(name: str, shapes: list[list[int]], repeats: int = 10) -> float:
+    """Median ms of one float32 ``name`` call with operands of ``shapes`` alone."""
+    import torch
+
+    a, b = (torch.randn(shape) for shape in (shapes[0], shapes[1]))
+    if name != "aten::mm":  # addmm(c, a, b): the product's operands come second
+        c, a, b = torch.randn(shapes[0]), torch.randn(shapes[1]), torch.randn(shapes[2])
+    call = {
+        "aten::mm": lambda: torch.mm(a, b),
+        "aten::addmm": lambda: torch.addmm(c, a, b),
+        "aten::addmm_": lambda: c.addmm_(a, b),
+    }[name]
+    call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def dense_products(events) -> list:
+    """The profiled dense matrix products: :data:`GEMMS` calls with no product inside them
+    and none around them, and no sparse operand (a sparse operator around the call, or its
+    index reads inside it)."""
+
+    def inside_another(event) -> bool:
+        around = event.cpu_parent
+        while around is not None:
+            if around.name in GEMMS or "sparse" in around.name:
+                return True
+            around = around.cpu_parent
+        return False
+
+    def holds(event, names) -> bool:
+        return any(c.name in names or holds(c, names) for c in event.cpu_children)
+
+    return [
+        e
+        for e in events
+        if e.name in GEMMS
+        and not inside_another(e)
+        and not holds(e, GEMMS)
+        and not holds(e, SPARSE_READS)
+    ]
+
+
+def gemm_floor(trainer, epochs: int) -> tuple[float, float]:
+    """The epoch's dense matrix products: (their self time in the epoch, the same products
+    replayed alone), ms per epoch."""
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        for _ in range(epochs):
+            trainer.step()
+    groups = defaultdict(list)
+    for event in dense_products(prof.events()):
+        groups[event.name, str(event.input_shapes)].append(event)
+    in_epoch = replayed = 0.0
+    for (name, _), events in groups.items():
+        in_epoch += sum(e.self_cpu_time_total for e in events) / 1000
+        replayed += len(events) * replayed_ms(name, events[0].input_shapes)
+    return in_epoch / epochs, replayed / epochs
+
+
+def without_the_loss(trainer) -> None:
+    """``trainer``'s method with its loss replaced by the sum of the projections: the same
+    views, encoder, head, backward through them and optimiser step, no loss."""
+    trainer.method.objective = lambda z1, z2, h1, h2: z1.sum() + z2.sum()
+
+
+def epoch_ms(trainer, epochs: int, warmup: int) -> float:
+    """Median ms of ``trainer.step()``."""
+    times = []
+    for epoch in range(epochs + warmup):
+        start = time.perf_counter()
+        trainer.step()
+        if epoch >= warmup:
+            times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
 def main() -> None:
     from cl2gnn.node import default_config, load_node_dataset
     from cl2gnn.node.training.fullbatch import FullBatchTrainer
@@ -131,10 +222,24 @@ def main() -> None:
         trainer = FullBatchTrainer(data, "grace", config, seed=0)
         phases = phase_times(trainer, args.epochs, args.warmup)
         operators = top_operators(trainer, 5, args.top)
+        gemms, replayed = gemm_floor(trainer, 5)
+        no_loss = FullBatchTrainer(data, "grace", config, seed=0)
+        without_the_loss(no_loss)
+        rest = epoch_ms(no_loss, args.epochs, args.warmup)
+        _, rest_replayed = gemm_floor(no_loss, 5)
     rows = [
         ["phase", name, f"{ms:.1f}", f"{ms / phases['total']:.0%}"] for name, ms in phases.items()
     ]
     rows += [["operator", name, f"{ms:.1f}", f"{share:.0%}"] for name, ms, share in operators]
+    total = phases["total"]
+    floor = [
+        ("matrix products, in the epoch", gemms),
+        ("matrix products, replayed alone", replayed),
+        ("epoch with the loss replaced by a sum", rest),
+        ("the loss's products replayed alone", replayed - rest_replayed),
+        ("floor: the two above", rest + replayed - rest_replayed),
+    ]
+    rows += [["floor", name, f"{ms:.1f}", f"{ms / total:.0%}"] for name, ms in floor]
     print(
         save_table(
             "node_epoch_profile",
@@ -147,7 +252,12 @@ def main() -> None:
             "less its two encoder passes as 'head and loss', the optimise call less the "
             "optimiser's step as 'backward'). Operators: "
             "torch.profiler's self CPU time over 5 epochs, the top ones, their share of all "
-            "operators' self time.",
+            "operators' self time. Floor (float32 epochs): the epoch's mm, addmm and addmm_ "
+            "calls by shape, their profiled self time per epoch, and the same calls replayed "
+            "alone on fresh float32 tensors (median of 10 each, times their count): BLAS's "
+            "time for them on this machine; then an epoch of the same run with the loss "
+            "replaced by the sum of the projections (median, as the phases); the loss's products "
+            "are the replayed products of the epoch less those of that epoch.",
         )
     )
 
