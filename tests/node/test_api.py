@@ -458,3 +458,16 @@ def test_karate_club_is_refused_in_one_line_before_training(capsys, monkeypatch)
     err = capsys.readouterr().err.strip().splitlines()
     assert exit_.value.code == 2 and len(err) == 1 and "cross-validation" in err[0]
     assert trained == []
+
+
+def test_the_result_reports_the_epochs_each_seed_ran_where_patience_stopped_it(tmp_path):
+    # a learning rate of 1e-9 lowers the loss only by the views' chance: patience 1 stops
+    # each run within a few epochs of the 50 configured
+    out, config = tmp_path / "run", tmp_path / "config.json"
+    config.write_text('{"patience": 1, "learning_rate": 1e-9}')
+    args = ["node", "--method", "grace", "--seeds", "2", "--epochs", "50", "--config", str(config)]
+    args += ["--no-progress", "--json", str(out)]
+    assert main(args) == 0
+    result = json.loads(out.read_text())
+    assert result["epochs"] == 50
+    assert len(result["epochs_run"]) == 2 and all(2 <= e < 50 for e in result["epochs_run"])

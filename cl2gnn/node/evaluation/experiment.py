@@ -214,7 +214,7 @@ def run_experiment(
         method, configuration = choice.method, choice.config
     rows = (method, *BASELINES) if baselines else (method,)
     scores = {(p, row): [] for p in protocols for row in rows}
-    epoch_ms, final_losses = [], []
+    epoch_ms, final_losses, epochs_run = [], [], []
     group = waiting_group(probe_timeout)  # None without a process group of several ranks
     try:
         for seed in tqdm(seed_range, desc=f"{data.name} {method}", disable=not progress):
@@ -245,6 +245,7 @@ def run_experiment(
                 )
             epoch_ms.append(result.epoch_ms)
             final_losses.append(result.losses[-1] if result.losses else float("nan"))
+            epochs_run.append(len(result.losses))  # fewer than configured where patience stopped
             embeddings = {method: result.embeddings}
             if baselines:
                 untrained = configuration.with_overrides(epochs=0)
@@ -278,6 +279,7 @@ def run_experiment(
             "seeds": list(seed_range),
             "epoch_ms": float(np.mean(epoch_ms)),
             "epochs": configuration.epochs,
+            "epochs_run": epochs_run,
             "final_loss": float(np.mean(final_losses)),
             "peak_rss_mb": peak_rss_mb(),
             "device": device_name,
