@@ -149,9 +149,8 @@ DGI = NodeConfig(
 # MVGRL's Cora code (node/train.py, utils.py): DGI's encoder, optimiser and stopping rule
 # (one GCN layer per view, 512 wide, PReLU, no weight decay, row-normalised features; up to
 # 3,000 epochs, patience 20), the exact dense diffusion (the method's default,
-# diffusion_k=None); its steps are on 4 windows of 2,000 consecutive node ids, here the
-# whole graph (each window is 74% of Cora, and which nodes share one is an accident of the
-# file's node order; the windows are not measured against the whole graph yet: issue 56)
+# diffusion_k=None) and its steps on 4 windows of 2,000 consecutive node ids (the method's
+# defaults, window_size and windows)
 MVGRL = replace(DGI, epochs=3_000)
 # PolyGCL's code (ChenJY-Count/PolyGCL): the filters (K = 10) on the row-normalised features,
 # one shared Linear(F, 512) and ReLU (the built-in encoder with one layer, on each node

@@ -7,6 +7,8 @@ copied into the test.
 - MVGRL: the second encoder propagates on the exact personalised-PageRank diffusion,
   built here independently (dense float64 NumPy), and each encoder is one GCN layer
   (kavehhassani/mvgrl 628ed2b, ``utils.py`` 8-15, ``node/train.py``).
+- MVGRL: each step trains on random windows of consecutive nodes (``node/train.py``
+  146-207: 4 windows of 2,000 nodes, the matrices restricted to them, one shuffle).
 - DGI: its encoder is one GCN layer (PetarV-/DGI 61baf67, ``models/dgi.py``).
 - DGI and MVGRL: training stops once the loss has not improved for the authors' patience
   and keeps the weights the lowest loss was computed on (``execute.py`` 87-103).
@@ -17,6 +19,8 @@ copied into the test.
 - Graph Barlow Twins: a batch norm after the first layer only, its code's momentum
   (pbielak/graph-barlow-twins ec62580, ``gssl/full_batch/encoders.py`` 11-25).
 """
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -34,6 +38,7 @@ NUM_NODES, NUM_FEATURES = 24, 10
 # a published graph, a heterophilous graph on disk, and a graph without a name
 GRAPHS = ["Cora", "texas", None]
 ALPHA = 0.2  # MVGRL's teleport probability (compute_ppr's alpha, its code's 0.2)
+WINDOWS = (2_000, 4)  # MVGRL's node/train.py: sample_size = 2000, batch_size = 4 per step
 PATIENCE = 20  # DGI's execute.py (patience = 20) and MVGRL's node/train.py (patience = 20)
 WARMUP_SHARE = 10  # BGRL's config/*.cfg: 1,000 warm-up epochs of 10,000
 BGRL_MOMENTUM = 0.99  # BGRL's models.py: BatchNorm(..., momentum=batchnorm_mm=0.99)
@@ -148,6 +153,56 @@ def test_mvgrl_contrasts_the_graph_with_its_exact_diffusion(graph, float64):
     )
     assert torch.allclose(got, expected, rtol=1e-9), (got, expected)
     assert torch.allclose(trainer.embed(), (h_graph + h_diffusion).detach(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("graph", GRAPHS)
+def test_mvgrl_trains_on_windows_of_consecutive_nodes_as_its_authors(graph, float64):
+    """On a graph of more nodes than a window, a step's loss is the mean over random
+    windows of consecutive nodes of MVGRL's loss on the whole graph's ``Â`` and ``S``
+    restricted to the window, each window's own summaries, one shuffle of the window's rows
+    for every window; the embedding stays the whole graph's."""
+    data, config = small_graph(), configuration(graph, "mvgrl")
+    trainer = FullBatchTrainer(data, "mvgrl", config)
+    options = trainer.method.options
+    assert (options.window_size, options.windows) == WINDOWS
+    size, windows = 10, 3
+    config = replace(config, options={**config.options, "window_size": size, "windows": windows})
+    trainer = FullBatchTrainer(data, "mvgrl", config)
+    method, encoder = trainer.method, trainer.encoder
+    torch.manual_seed(9)
+    got = method(encoder, training_batch(trainer))
+
+    x = features(data.x, config)
+    a, s = gcn_matrix(data.edge_index), ppr_matrix(data.edge_index)
+    torch.manual_seed(9)
+    starts = torch.randint(0, NUM_NODES - size + 1, (windows,)).tolist()
+    order = torch.randperm(size)
+    assert len(set(starts)) > 1  # the windows differ: each is read at its own place
+    losses = []
+    for start in starts:
+        nodes = slice(start, start + size)
+        aw, sw, xw = a[nodes, nodes], s[nodes, nodes], x[nodes]
+        h_graph = one_gcn_layer(encoder, aw, xw)
+        h_diffusion = one_gcn_layer(method.diffusion_encoder, sw, xw)
+        c_graph = one_gcn_layer(encoder, aw, xw[order])
+        c_diffusion = one_gcn_layer(method.diffusion_encoder, sw, xw[order])
+        losses.append(
+            local_global(h_diffusion, c_diffusion, torch.sigmoid(h_graph.mean(0)), method.loss)
+            + local_global(h_graph, c_graph, torch.sigmoid(h_diffusion.mean(0)), method.loss)
+        )
+    expected = 0.5 * torch.stack(losses).mean()
+    assert torch.allclose(got, expected, rtol=1e-9), (got, expected)
+    h = one_gcn_layer(encoder, a, x) + one_gcn_layer(method.diffusion_encoder, s, x)
+    assert torch.allclose(trainer.embed(), h.detach(), rtol=1e-9, atol=1e-12)
+
+
+def test_mvgrl_trains_on_the_whole_graph_where_it_fits_one_window(float64):
+    data, config = small_graph(), configuration(None, "mvgrl")
+    for size in (NUM_NODES, None):
+        options = {**config.options, "window_size": size}
+        assert not FullBatchTrainer(data, "mvgrl", replace(config, options=options)).method.windowed
+    options = {**config.options, "window_size": NUM_NODES - 1}
+    assert FullBatchTrainer(data, "mvgrl", replace(config, options=options)).method.windowed
 
 
 def test_mvgrl_diffuses_a_weighted_graph_by_its_weights(float64):

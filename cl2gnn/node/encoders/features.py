@@ -101,6 +101,16 @@ def permute_rows(
     return x[order]
 
 
+def dense_features(x: Tensor | SparseFeatures | ColumnMasked) -> Tensor:
+    """``x`` (in any of the encoder's forms) as one dense ``[N, F]`` matrix, a column mask
+    applied."""
+    if isinstance(x, SparseFeatures):
+        return x.to_dense()
+    if isinstance(x, ColumnMasked):
+        return x.x * x.column_mask
+    return x
+
+
 def shuffle_rows(
     x: Tensor | SparseFeatures | ColumnMasked,
 ) -> Tensor | SparseFeatures | ColumnMasked:

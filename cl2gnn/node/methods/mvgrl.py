@@ -13,9 +13,10 @@ from torch_geometric.transforms import Compose
 from ..._checks import integer, optional
 from ...losses import LocalGlobalLoss
 from ..config import NodeConfig
-from ..encoders.features import permute_rows
+from ..encoders.features import SparseFeatures, dense_features, permute_rows, prepare_features
 from ..encoders.graph_encoder import GraphEncoder
 from ..encoders.own import takes_edge_weight
+from ..encoders.propagation import propagate
 from ..views import Diffusion, View
 from .base import EncoderInput, NodeMethod, ViewBatch, register_method
 from .options import MethodOptions, option
@@ -79,10 +80,16 @@ def exact_builtin(diffusion: Diffusion, encoder: torch.nn.Module) -> bool:
 
 @dataclass(frozen=True)
 class MVGRLOptions(MethodOptions):
-    """The in-edges per node kept of the diffusion (``None``: the exact, dense diffusion, as
-    the authors' code; a number for a graph too large for it)."""
+    """``diffusion_k``: the in-edges per node kept of the diffusion (``None``: the exact,
+    dense diffusion, as the authors' code; a number for a graph too large for it).
+    ``window_size`` and ``windows``: each step trains on that many windows of that many
+    consecutive nodes, as the authors' code (4 of 2,000), where the graph has more nodes
+    than a window and the built-in encoder reads the exact diffusion (the windows are
+    slices of the dense matrices); ``window_size=None``, or otherwise, the whole graph."""
 
     diffusion_k: int | None = option(None, optional(integer(1)))
+    window_size: int | None = option(2_000, optional(integer(2)))
+    windows: int = option(4, integer(1))
 
 
 @register_method("mvgrl")
@@ -106,8 +113,11 @@ class MVGRL(NodeMethod):
     diffusion, one discriminator for both directions, and the embedding for the probe is
     the sum of the two encoders' outputs on the clean graph and its diffusion
     (:class:`MVGRLEncoder`, :meth:`embedding_model`). Their code stops once the loss has
-    not improved for 20 epochs (its configuration's ``patience``) and trains on 4 subgraphs
-    of 2,000 consecutive nodes per step; here on the whole graph.
+    not improved for 20 epochs (its configuration's ``patience``) and trains on 4 windows
+    of 2,000 consecutive nodes per step (``window_size``, ``windows``): the graph's
+    propagation matrix and the diffusion restricted to the window's nodes, its summary the
+    window's, the same shuffle of the window's rows for every window; the step's loss is the
+    windows' mean.
 
     In the message-passing reading it is DGI's alignment of every node with a virtual
     summary node (the star graph to it), across views: the summary of one structure
@@ -136,6 +146,9 @@ class MVGRL(NodeMethod):
                 "does not take: use encoder gcn or sage, or set diffusion_k"
             )
         self.loss = LocalGlobalLoss(self.dim)
+        size = self.options.window_size
+        self.windowed = self.matrix_view and size is not None and size < self.num_nodes
+        self._dense: tuple = (None, None, None, None)  # (graph, adjacency, S float64, S)
 
     def default_views(
         self, config: NodeConfig, generator: torch.Generator | None = None
@@ -156,6 +169,8 @@ class MVGRL(NodeMethod):
         return replace(graph, graph=matrix.to(torch.get_default_dtype()))
 
     def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
+        if self.windowed:
+            return self.window_loss(encoder, batch)
         graph, diffusion = batch.views[0], self.diffusion_input(batch)
         order = torch.randperm(batch.num_seeds, device=batch.edge_index.device)
         h_graph, h_diffusion = graph(encoder), diffusion(self.diffusion_encoder)
@@ -166,6 +181,46 @@ class MVGRL(NodeMethod):
         return 0.5 * (
             self.loss(h_diffusion, c_diffusion, s_graph) + self.loss(h_graph, c_graph, s_diffusion)
         )
+
+    def dense_matrices(self, batch: ViewBatch, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """The first view's propagation graph and the exact diffusion, dense ``[N, N]`` in
+        ``dtype``, made once per graph."""
+        graph = batch.views[0].graph
+        matrix = self.diffusion.matrix(batch.edge_index, batch.num_seeds, batch.edge_weight)
+        cached_graph, adjacency, cached_matrix, diffusion = self._dense
+        if cached_graph is not graph or cached_matrix is not matrix:
+            eye = torch.eye(batch.num_seeds, dtype=dtype, device=matrix.device)
+            adjacency, diffusion = propagate(graph, eye), matrix.to(dtype)
+            self._dense = (graph, adjacency, matrix, diffusion)
+        return adjacency, diffusion
+
+    def window_loss(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
+        """The authors' step: the loss on ``windows`` random windows of ``window_size``
+        consecutive nodes (the graph's and the diffusion's matrices restricted to them, one
+        shuffle of the rows for every window), averaged."""
+        features = batch.views[0].x
+        sparse = isinstance(features, SparseFeatures)  # a window's rows stay sparse
+        x = dense_features(features)
+        adjacency, diffusion = self.dense_matrices(batch, x.dtype)
+        size = self.options.window_size
+        starts = torch.randint(0, batch.num_seeds - size + 1, (self.options.windows,))
+        order = torch.randperm(size, device=x.device)
+        losses = []
+        for start in starts.tolist():
+            nodes = slice(start, start + size)
+            rows = prepare_features(x[nodes], sparse)
+            shuffled = permute_rows(rows, order)
+            a, s = adjacency[nodes, nodes], diffusion[nodes, nodes]
+            h_graph, h_diffusion = encoder.encode(rows, a), self.diffusion_encoder.encode(rows, s)
+            c_graph = encoder.encode(shuffled, a)
+            c_diffusion = self.diffusion_encoder.encode(shuffled, s)
+            s_graph = torch.sigmoid(h_graph.mean(0))
+            s_diffusion = torch.sigmoid(h_diffusion.mean(0))
+            losses.append(
+                self.loss(h_diffusion, c_diffusion, s_graph)
+                + self.loss(h_graph, c_graph, s_diffusion)
+            )
+        return 0.5 * torch.stack(losses).mean()
 
     def embedding_model(self, encoder: torch.nn.Module) -> MVGRLEncoder:
         """The sum of the graph encoder's output on the graph and the diffusion encoder's on
