@@ -42,6 +42,7 @@ SCRIPTS = {
     "large_training": "benchmarks/speed/large_training.py",
     "loss_kernels": "benchmarks/speed/loss_kernels.py",
     "minibatch_cora": "benchmarks/accuracy/minibatch_cora.py",
+    "mvgrl_windows": "benchmarks/decisions/mvgrl_windows.py",
     "node_auto": "benchmarks/decisions/node_auto.py",
     "node_classification": "benchmarks/accuracy/node_classification.py",
     "node_epochs": "benchmarks/studies/node_epochs.py",
