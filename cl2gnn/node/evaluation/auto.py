@@ -8,11 +8,12 @@ GRACE protocol's training nodes) and is probed on validation nodes alone at each
 :func:`checkpoint_epochs` of the same run: at its initialisation (epoch 0, the untrained
 encoder), after 1/8, 1/4, 1/2 and all of its epochs. The raw features are scored the same
 way beside them. The best (candidate, checkpoint) by validation mean wins; where epoch 0
-wins, training did not help on this graph, and the untrained encoder is what is handed back,
-labelled so. The chosen runs on those seeds are kept (at the chosen checkpoint), so that a
-run of ``n`` seeds costs ``n`` plus ``(candidates - 1) × seeds`` trainings, and no training
-more than before: only probes, at most :data:`CHECKPOINT_FRACTIONS`' five per run. Under
-``torchrun`` every rank trains, rank 0 probes and sends the choice to the others."""
+wins, or ties the best trained checkpoint, training did not help on this graph, and the
+untrained encoder is what is handed back, labelled so. The chosen runs on those seeds are
+kept (at the chosen checkpoint), so that a run of ``n`` seeds costs ``n`` plus
+``(candidates - 1) × seeds`` trainings, and no training more than before: only probes, at
+most :data:`CHECKPOINT_FRACTIONS`' five per run. Under ``torchrun`` every rank trains,
+rank 0 probes and sends the choice to the others."""
 
 from __future__ import annotations
 
@@ -167,9 +168,10 @@ def _from_rank_zero(value, world: int):
 
 
 def best_checkpoint(scores: dict[int, float]) -> int:
-    """The epoch of the best validation score; among equal scores the later (a shorter run,
-    or the untrained encoder, only where it scores higher)."""
-    return max(scores, key=lambda epoch: (scores[epoch], epoch))
+    """The epoch of the best validation score; among equal scores the untrained encoder
+    (epoch 0: training that validation cannot tell apart from none has not earned its
+    place), else the later."""
+    return max(scores, key=lambda epoch: (scores[epoch], epoch == 0, epoch))
 
 
 def choose_method(
@@ -281,9 +283,9 @@ def choose_method(
         # the first candidate's epoch 0: the encoder at its initialisation
         scores[UNTRAINED] = checkpoints[next(iter(configs))][0]
         trained = {label: scores[label] for label in configs}
-        chosen = max(
+        chosen = max(  # among equal scores an untrained encoder, then the first listed
             trained,
-            key=lambda label: (trained[label], configs[label][2] > 0, -list(trained).index(label)),
+            key=lambda label: (trained[label], configs[label][2] == 0, -list(trained).index(label)),
         )
     chosen, scores, checkpoints = _from_rank_zero((chosen, scores, checkpoints), world)
     method, config, epoch = configs[chosen]
