@@ -101,10 +101,11 @@ def main() -> None:
             COLUMNS,
             table,
             notes="GCA's default configuration of the graph (Cora: GRACE's Cora configuration "
-            "with GCA's row-normalised features and presence weights; texas: the library's "
-            "for graphs without one), and on texas also the side-by-side configuration "
-            "(GCN, last layer, row-normalised features, every node a negative). Cora has one "
-            "all-zero feature column of 1,433, texas 203 of 1,703. 'every column' is what "
+            "with GCA's row-normalised features and presence weights; texas and wisconsin: "
+            "the library's for graphs without one), and on those two also the side-by-side "
+            "configuration (GCN, last layer, row-normalised features, every node a negative). "
+            "Cora has one all-zero feature column of 1,433, texas 203 and wisconsin 90 of "
+            "1,703. 'every column' is what "
             "GCA's code (CRIPAC-DIG/GCA 0f17497) draws on such a graph: the column's log 0 "
             "makes feature_drop_weights' mean -inf, the NaN spreads through "
             "drop_feature_weighted_2's mean, and every NaN probability falls to the cut-off "
