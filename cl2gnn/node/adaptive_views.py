@@ -13,6 +13,14 @@ the mean probability ``p_0`` before the cut-off ``p_τ``: for an edge ``u → v`
 feature column ``f`` :math:`s_f = \log \sum_u |x_{uf}| \varphi(u)`. The probabilities are
 computed once per graph (the input's tensors, compared on every call) and the draws made
 afresh on every call.
+
+A feature column that is zero on every node has no importance (:math:`s_f = -\infty`). Here
+it is masked at ``p_τ`` and the others keep their probabilities (``zero_columns="itself"``).
+GCA's code (``feature_drop_weights``, ``drop_feature_weighted_2``) divides by the mean of
+``s``, which that column makes ``-inf``: its NaN spreads to every column, and every NaN
+probability falls to the cut-off, so one such column masks *every* column at ``p_τ`` in both
+views (``zero_columns="every_column"``). Cora has one (1 of 1,433); cornell, texas,
+wisconsin and chameleon_filtered have 90 to 345.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import degree, to_undirected
 
+from .._checks import one_of
 from .views import keep_edges, same_inputs
 
 PAGERANK_DAMPING, PAGERANK_ITERATIONS = 0.85, 200  # the authors' code's
@@ -31,6 +40,9 @@ EIGENVECTOR_FLOOR = 1e-8  # their floor under the eigenvector's zeros, before th
 
 # what GCA's adaptive views read a node's importance off
 CENTRALITIES = ("degree", "pagerank", "eigenvector")
+# what a feature column without importance (zero on every node) does to the probabilities:
+# that column at the cut-off, or every column at the cut-off (GCA's code, by its NaN)
+ZERO_COLUMNS = ("itself", "every_column")
 
 
 def node_centrality(edge_index: Tensor, num_nodes: int, centrality: str) -> Tensor:
@@ -85,16 +97,26 @@ def edge_drop_probability(
 
 
 def feature_mask_probability(
-    x: Tensor, edge_index: Tensor, p: float, p_max: float, centrality: str, binary: bool = False
+    x: Tensor,
+    edge_index: Tensor,
+    p: float,
+    p_max: float,
+    centrality: str,
+    binary: bool = False,
+    zero_columns: str = "itself",
 ) -> Tensor:
     """Each feature column's probability of being masked ``[F]`` (float64), by the
     centrality-weighted magnitude of the column, ``Σ_u |x_uf| φ(u)``, or with ``binary`` its
-    centrality-weighted presence, ``Σ_u [x_uf ≠ 0] φ(u)`` (GCA's code on sparse features)."""
+    centrality-weighted presence, ``Σ_u [x_uf ≠ 0] φ(u)`` (GCA's code on sparse features).
+    A column of weight zero gets ``p_max``, and with ``zero_columns="every_column"`` so does
+    every column (GCA's code: the NaN of its mean)."""
     phi = node_centrality(edge_index, x.size(0), centrality)
     if centrality == "eigenvector":
         phi = phi.clamp(min=0)
     magnitude = (x != 0) if binary else x.abs()
     weight = magnitude.to(torch.float64).T @ phi
+    if zero_columns == "every_column" and bool((weight == 0).any()):
+        return torch.full_like(weight, p_max)
     return drop_probability(weight.log(), p, p_max)
 
 
@@ -182,22 +204,32 @@ class AdaptiveMaskFeatures(_Adaptive):
             (default: ``"degree"``).
         binary (bool, optional): weigh a column by where it is non-zero, not by its
             magnitude (GCA's code on every graph but WikiCS) (default: ``False``).
+        zero_columns (str, optional): where some column is zero on every node,
+            ``"itself"`` masks that column at ``p_max`` and the others by their importance;
+            ``"every_column"`` masks every column at ``p_max``, as GCA's code does through
+            the NaN that column's ``log 0`` makes of its mean (default: ``"itself"``).
     """
 
     def __init__(
-        self, p: float, p_max: float = 0.7, centrality: str = "degree", binary: bool = False
+        self,
+        p: float,
+        p_max: float = 0.7,
+        centrality: str = "degree",
+        binary: bool = False,
+        zero_columns: str = "itself",
     ) -> None:
         super().__init__(p, p_max, centrality)
         if not isinstance(binary, bool):
             raise ValueError(f"binary must be a bool, got {binary!r}")
         self.binary = binary
+        self.zero_columns = one_of(*ZERO_COLUMNS)(zero_columns, "zero_columns")
 
     def probability(self, x: Tensor, edge_index: Tensor) -> Tensor:
         """Each feature column's probability of being masked ``[F]``."""
         return self._cached(
             (x, edge_index),
             lambda: feature_mask_probability(
-                x, edge_index, self.p, self.p_max, self.centrality, self.binary
+                x, edge_index, self.p, self.p_max, self.centrality, self.binary, self.zero_columns
             ),
         )
 

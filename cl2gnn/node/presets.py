@@ -185,7 +185,10 @@ METHOD_DEFAULTS = {
     "polygcl": POLYGCL,
 }
 # GCA's code (train.py, pGRACE/dataset.py) row-normalises the features on every graph and
-# weighs a feature column by where it is non-zero, except on WikiCS (by its magnitude)
+# weighs a feature column by where it is non-zero, except on WikiCS (by its magnitude). Not
+# its NaN: where a column is zero on every node (Cora has one) its code masks every column
+# at the cut-off; the default masks that column alone (zero_columns, measured in
+# benchmarks.decisions.gca_zero_columns)
 GCA_PUBLISHED = {
     ("gca", name): replace(config, normalize_features=True).with_overrides(
         binary_features=name != "WikiCS"

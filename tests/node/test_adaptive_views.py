@@ -86,6 +86,23 @@ def edge_index():
     return torch.tensor(EDGES).T
 
 
+def authors_feature_probabilities(x, phi, p, p_max):
+    """GCA's code (CRIPAC-DIG/GCA, ``pGRACE/functional.py``): ``feature_drop_weights`` on
+    the presence of each entry, then ``drop_feature_weighted_2``'s probabilities, written out
+    in float64 NumPy with the same IEEE arithmetic (``log 0 = -inf``, ``inf / inf = NaN``,
+    ``NaN < p_max`` false)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = np.log((np.asarray(x) != 0).astype(np.float64).T @ np.asarray(phi, np.float64))
+        s = (w.max() - w) / (w.max() - w.mean())
+        s = s / s.mean() * p
+        return np.where(s < p_max, s, p_max)
+
+
+def zero_column_probabilities(x, centrality, zero_columns):
+    view = AdaptiveMaskFeatures(P, P_MAX, centrality, binary=True, zero_columns=zero_columns)
+    return view.probability(x, edge_index()).double().numpy()
+
+
 @pytest.mark.parametrize("centrality", CENTRALITIES)
 def test_edge_probabilities_are_the_formulas(centrality):
     got = AdaptiveDropEdge(P, P_MAX, centrality).probability(edge_index(), NUM_NODES)
@@ -100,6 +117,35 @@ def test_feature_probabilities_are_the_formulas(centrality, binary):
     got = AdaptiveMaskFeatures(P, P_MAX, centrality, binary).probability(X, edge_index())
     expected = torch.tensor(brute_feature_probabilities(centrality, binary), dtype=torch.float32)
     assert torch.allclose(got, expected, atol=1e-6), (got, expected)
+
+
+@pytest.mark.parametrize("centrality", ["degree", "pagerank"])
+def test_every_column_rule_is_the_authors_code_on_a_zero_column(centrality):
+    """X's last column is zero on every node: GCA's code masks every column at the cut-off
+    (its NaN), which ``zero_columns="every_column"`` reproduces and the default does not."""
+    assert not X[:, -1].any()
+    theirs = authors_feature_probabilities(X, brute_centrality(centrality), P, P_MAX)
+    every = zero_column_probabilities(X, centrality, "every_column")
+    assert np.allclose(every, theirs, atol=1e-6), (every, theirs)
+    itself = zero_column_probabilities(X, centrality, "itself")
+    assert np.abs(itself - theirs).max() > 0.1  # the default spares the present columns
+
+
+@pytest.mark.parametrize("zero_columns", ["itself", "every_column"])
+@pytest.mark.parametrize("centrality", ["degree", "pagerank"])
+def test_without_a_zero_column_both_rules_are_the_authors_code(centrality, zero_columns):
+    """Every column non-zero somewhere: both rules give GCA's own probabilities, which
+    differ between columns (the rule changes nothing but the zero-column case)."""
+    x = X[:, :-1]
+    theirs = authors_feature_probabilities(x, brute_centrality(centrality), P, P_MAX)
+    got = zero_column_probabilities(x, centrality, zero_columns)
+    assert np.allclose(got, theirs, atol=1e-6), (got, theirs)
+    assert np.ptp(theirs) > 0.1
+
+
+def test_an_unknown_zero_column_rule_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"^zero_columns must"):
+        AdaptiveMaskFeatures(P, zero_columns="nan")
 
 
 def test_binary_feature_weights_differ_from_the_magnitudes_on_this_x():
@@ -204,5 +250,10 @@ def test_gca_trains_on_the_adaptive_views_of_its_configuration():
     # GCA's default: a column weighed by where it is non-zero (its code's, but on WikiCS)
     expected = brute_feature_probabilities("eigenvector", binary=True)
     assert torch.allclose(mask._cache[1], torch.tensor(expected, dtype=torch.float32), atol=1e-6)
+    # a zero column masks itself alone by default; GCA's code's rule where configured
+    assert all(f.zero_columns == "itself" for f, _ in steps)
+    authors = config.with_overrides(zero_columns="every_column")
+    authors_views = make_method("gca", authors, dim=8, num_nodes=NUM_NODES).default_views(authors)
+    assert all(v.transforms[0].zero_columns == "every_column" for v in authors_views)
     with pytest.raises(ValueError, match="mini-batch"):
         check_run(Data(x=X, edge_index=edge_index()), "gca", config.with_overrides(batch_size=8))

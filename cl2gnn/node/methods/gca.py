@@ -8,7 +8,7 @@ import torch
 from torch_geometric.transforms import Compose
 
 from ..._checks import boolean, one_of
-from ..adaptive_views import CENTRALITIES, AdaptiveDropEdge, AdaptiveMaskFeatures
+from ..adaptive_views import CENTRALITIES, ZERO_COLUMNS, AdaptiveDropEdge, AdaptiveMaskFeatures
 from ..config import NodeConfig
 from ..views import View
 from .base import register_method
@@ -20,12 +20,16 @@ CUT_OFF = 0.7  # p_τ, the authors' code's for both views and both augmentations
 
 @dataclass(frozen=True)
 class GCAOptions(InfoNCEOptions):
-    """What the adaptive views read a node's importance off, and whether a feature column's
+    """What the adaptive views read a node's importance off, whether a feature column's
     importance counts where it is non-zero (``binary_features``, GCA's code on every graph
-    but WikiCS) or its magnitude (WikiCS's dense features)."""
+    but WikiCS) or its magnitude (WikiCS's dense features), and what a column that is zero
+    on every node does (``zero_columns``: ``"itself"``, masked at the cut-off; GCA's code,
+    ``"every_column"``, masks every column at the cut-off through a NaN: on Cora it costs
+    the row-normalised features several points, ``benchmarks/RESULTS.md``)."""
 
     centrality: str = option("degree", one_of(*CENTRALITIES))
     binary_features: bool = option(True, boolean)
+    zero_columns: str = option("itself", one_of(*ZERO_COLUMNS))
 
 
 @register_method("gca")
@@ -59,7 +63,11 @@ class GCA(Grace):
             Compose(
                 [
                     AdaptiveMaskFeatures(
-                        config.drop_feature[v], CUT_OFF, centrality, self.options.binary_features
+                        config.drop_feature[v],
+                        CUT_OFF,
+                        centrality,
+                        self.options.binary_features,
+                        self.options.zero_columns,
                     ),
                     AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, centrality),
                 ]
