@@ -119,6 +119,11 @@ def cell(values: list[float]) -> str:
     return f"{mean:.2f} ± {std:.2f}"
 
 
+def signed(value: float) -> str:
+    """``value`` to two decimals with its sign, a rounding to zero as ``+0.00``."""
+    return f"{round(value, 2) + 0.0:+.2f}"
+
+
 def compare(ours: list[float], theirs: list[float]) -> tuple[str, str, str]:
     """The difference (ours - theirs), that difference over the pooled std
     ``sqrt((std_ours^2 + std_theirs^2) / 2)`` and the verdict; dashes without both sides."""
@@ -127,13 +132,14 @@ def compare(ours: list[float], theirs: list[float]) -> tuple[str, str, str]:
     (a, sa), (b, sb) = mean_std(ours), mean_std(theirs)
     difference = a - b
     if len(ours) == 1:
-        return f"{difference:+.2f}", "—", "one seed: no std"
+        return signed(difference), "—", "one seed: no std"
     pooled = math.sqrt((sa**2 + sb**2) / 2)
     if pooled == 0:
-        return f"{difference:+.2f}", "—", "within 1 std" if difference == 0 else "not within"
+        verdict = "within 1 std" if signed(difference) == "+0.00" else "not within"
+        return signed(difference), "—", verdict
     ratio = difference / pooled
     verdict = "within 1 std" if abs(ratio) <= 1 else "not within"
-    return f"{difference:+.2f}", f"{ratio:+.2f}", verdict
+    return signed(difference), signed(ratio), verdict
 
 
 def row(key: tuple[str, str, str], ours: dict[int, float], theirs: dict[int, dict]) -> list:
@@ -166,18 +172,18 @@ def main() -> None:
         if not args.runs.is_dir():
             raise ValueError(f"--runs {args.runs}: not a folder")
         rows = table(args.runs, args.authors)
-    print("| " + " | ".join(COLUMNS) + " |")
-    print("|---" * len(COLUMNS) + "|")
-    for r in rows:
-        print("| " + " | ".join(map(str, r)) + " |")
-    path = save_table(
-        args.name,
-        "Reproduction",
-        "cl2gnn beside its authors' code: the same graphs, splits, seeds and probe",
-        COLUMNS,
-        rows,
-        notes=NOTES.strip(),
-    )
+        print("| " + " | ".join(COLUMNS) + " |")
+        print("|---" * len(COLUMNS) + "|")
+        for r in rows:
+            print("| " + " | ".join(map(str, r)) + " |")
+        path = save_table(
+            args.name,
+            "Reproduction",
+            "cl2gnn beside its authors' code: the same graphs, splits, seeds and probe",
+            COLUMNS,
+            rows,
+            notes=NOTES.strip(),
+        )
     print(f"wrote {path}")
 
 

@@ -105,6 +105,14 @@ def test_within_one_pooled_std_is_within_and_beyond_it_is_not():
     assert side.compare([70.0], [71.0]) == ("-1.00", "—", "one seed: no std")
 
 
+def test_a_difference_that_rounds_to_zero_has_no_sign():
+    """The authors' records keep 4 decimals of a score the library's files keep whole."""
+    side = load("side_by_side")
+    ours, theirs = [64.86486486486487, 59.45945945945946], [64.8649, 59.4595]
+    assert side.compare(ours, theirs) == ("+0.00", "+0.00", "within 1 std")
+    assert side.compare([70.0, 70.0], [70.00001, 70.00001]) == ("+0.00", "—", "within 1 std")
+
+
 def test_a_seed_recorded_twice_is_refused(inputs):
     side = load("side_by_side")
     runs, authors = inputs
