@@ -38,8 +38,10 @@ COLUMNS = [
     "difference / pooled std",
     "verdict",
     "authors' own evaluation",
+    "raw features",
 ]
 RAW, NORMALISED = "raw", "row-normalised"
+RAW_BASELINE = "raw features"  # cl2gnn node --baselines: the probe on the features alone
 NOTES = (
     "Both sides trained on the same graph (the library's loader), split and seed (on the "
     "heterophilous graphs, split k is seed k; on Cora, Planetoid's public split), and scored "
@@ -71,9 +73,10 @@ def features_of(normalised: bool) -> str:
     return NORMALISED if normalised else RAW
 
 
-def library_scores(runs: Path) -> dict[tuple[str, str, str], dict[int, float]]:
-    """(method, graph, features) -> seed -> score, from every ``--json`` file of ``runs``;
-    ``ValueError`` for a seed two files both hold."""
+def library_scores(runs: Path) -> dict[tuple[str, str, str], dict[int, dict]]:
+    """(method, graph, features) -> seed -> ``{"score": ..., "raw": ...}`` (the probe on the
+    raw features, where the run scored ``--baselines``), from every ``--json`` file of
+    ``runs``; ``ValueError`` for a seed two files both hold."""
     scores: dict = defaultdict(dict)
     for path in sorted(runs.glob("*.json")):
         result = json.loads(path.read_text())
@@ -82,10 +85,11 @@ def library_scores(runs: Path) -> dict[tuple[str, str, str], dict[int, float]]:
             key = (result["method"], result["dataset"], features_of(normalised))
         except KeyError as error:
             raise ValueError(f"{path}: not a cl2gnn node --json result (no {error})") from None
-        for seed, score in zip(result["seeds"], result["scores"], strict=True):
+        raw = result.get("baselines", {}).get(RAW_BASELINE, {}).get("scores")
+        for i, (seed, score) in enumerate(zip(result["seeds"], result["scores"], strict=True)):
             if seed in scores[key]:
                 raise ValueError(f"{path}: seed {seed} of {key} is in another file too")
-            scores[key][seed] = score
+            scores[key][seed] = {"score": score, "raw": None if raw is None else raw[i]}
     return scores
 
 
@@ -142,18 +146,19 @@ def compare(ours: list[float], theirs: list[float]) -> tuple[str, str, str]:
     return signed(difference), signed(ratio), verdict
 
 
-def row(key: tuple[str, str, str], ours: dict[int, float], theirs: dict[int, dict]) -> list:
+def row(key: tuple[str, str, str], ours: dict[int, dict], theirs: dict[int, dict]) -> list:
     shared = sorted(ours.keys() & theirs.keys())
     # without the other side, each side over its own seeds
     ours_seeds = shared if theirs else sorted(ours)
     theirs_seeds = shared if ours else sorted(theirs)
-    mine = [ours[s] for s in ours_seeds]
+    mine = [ours[s]["score"] for s in ours_seeds]
+    raw = [ours[s]["raw"] for s in ours_seeds if ours[s]["raw"] is not None]
     their = [theirs[s]["library_probe"] for s in theirs_seeds]
     own = [theirs[s].get("authors_eval") for s in theirs_seeds]
     own = [value for value in own if value is not None]
     seeds = shared if ours and theirs else (ours_seeds or theirs_seeds)
     label = ",".join(map(str, seeds)) + (" (one side only)" if not (ours and theirs) else "")
-    return [*key, label, cell(mine), cell(their), *compare(mine, their), cell(own)]
+    return [*key, label, cell(mine), cell(their), *compare(mine, their), cell(own), cell(raw)]
 
 
 def table(runs: Path, authors: Path) -> list[list]:

@@ -14,7 +14,7 @@ from benchmarks._shared import results as _results
 from ._scripts import load
 
 
-def library_run(folder, name, method, graph, seeds, scores, normalised=True):
+def library_run(folder, name, method, graph, seeds, scores, normalised=True, raw=None):
     result = {
         "method": method,
         "dataset": graph,
@@ -22,6 +22,8 @@ def library_run(folder, name, method, graph, seeds, scores, normalised=True):
         "scores": scores,
         "config": {"normalize_features": normalised},
     }
+    if raw is not None:  # --baselines
+        result["baselines"] = {"raw features": {"scores": raw}}
     (folder / name).write_text(json.dumps(result))
 
 
@@ -43,9 +45,9 @@ def inputs(tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
     # dgi on texas: seeds 0, 1 in one file, 2 and 3 in others; the authors ran 0, 1, 2
-    library_run(runs, "dgi_texas_a.json", "dgi", "texas", [0, 1], [60.0, 62.5])
-    library_run(runs, "dgi_texas_seed2.json", "dgi", "texas", [2], [61.0])
-    library_run(runs, "dgi_texas_seed3.json", "dgi", "texas", [3], [99.0])
+    library_run(runs, "dgi_texas_a.json", "dgi", "texas", [0, 1], [60.0, 62.5], raw=[80.0, 84.0])
+    library_run(runs, "dgi_texas_seed2.json", "dgi", "texas", [2], [61.0], raw=[83.0])
+    library_run(runs, "dgi_texas_seed3.json", "dgi", "texas", [3], [99.0], raw=[1.0])
     # gca on Cora, raw features: the library's side only
     library_run(runs, "gca_raw.json", "gca", "Cora", [0, 1], [80.0, 81.0], normalised=False)
     lines = [
@@ -83,6 +85,8 @@ def test_the_difference_is_in_pooled_population_stds_over_the_shared_seeds(input
     assert abs(difference / pooled) > 1 and dgi["verdict"] == "not within"
     own = np.array([70.0, 71.0, 72.0], dtype=np.float64)
     assert dgi["authors' own evaluation"] == f"{own.mean():.2f} ± {own.std(ddof=0):.2f}"
+    raw = np.array([80.0, 84.0, 83.0], dtype=np.float64)  # the library's baseline, seeds 0-2
+    assert dgi["raw features"] == f"{raw.mean():.2f} ± {raw.std(ddof=0):.2f}"
 
 
 def test_a_missing_side_is_a_dash_and_the_other_side_keeps_its_seeds(inputs):
@@ -90,6 +94,7 @@ def test_a_missing_side_is_a_dash_and_the_other_side_keeps_its_seeds(inputs):
     rows = by_key(side.table(*inputs), side.COLUMNS)
     library_only = rows["gca", "Cora", "raw"]
     assert library_only["authors' code"] == "—" and library_only["cl2gnn"] == "80.50 ± 0.50"
+    assert library_only["raw features"] == "—"  # run without --baselines
     authors_only = rows["gca", "Cora", "row-normalised"]
     assert authors_only["cl2gnn"] == "—" and authors_only["authors' code"] == "75.50 ± 0.50"
     for only in (library_only, authors_only):
