@@ -9,7 +9,9 @@ seeds both sides ran, their difference, and that difference in pooled standard d
         --authors benchmarks/configs/authors_side_by_side.jsonl
                                                   # -> results/node_side_by_side.json
 
-``--runs``: ``cl2gnn node --json`` files, one seed or several each. ``--authors``: JSON lines,
+``--runs``: folders of ``cl2gnn node --json`` files, one seed or several each (a file with a
+``variant``, a run of the method with something changed, is a row of its own against the
+same records of the authors' code). ``--authors``: JSON lines,
 one per run of the authors' code (its method, dataset, seed, the library probe's score of its
 final embeddings, ``library_probe``, and its own evaluation's, ``authors_eval``; the harnesses
 that write them run the authors' checkout unchanged but for the patches they list). A side
@@ -73,16 +75,19 @@ def features_of(normalised: bool) -> str:
     return NORMALISED if normalised else RAW
 
 
-def library_scores(runs: Path) -> dict[tuple[str, str, str], dict[int, dict]]:
+def library_scores(runs: list[Path]) -> dict[tuple[str, str, str], dict[int, dict]]:
     """(method, graph, features) -> seed -> ``{"score": ..., "raw": ...}`` (the probe on the
-    raw features, where the run scored ``--baselines``), from every ``--json`` file of
-    ``runs``; ``ValueError`` for a seed two files both hold."""
+    raw features, where the run scored ``--baselines``), from every ``--json`` file of the
+    folders ``runs``; a file's ``variant`` (a run of the method with something changed, said
+    there) follows its method's name in brackets. ``ValueError`` for a seed two files both
+    hold."""
     scores: dict = defaultdict(dict)
-    for path in sorted(runs.glob("*.json")):
+    for path in sorted(p for folder in runs for p in folder.glob("*.json")):
         result = json.loads(path.read_text())
         try:
             normalised = result["config"]["normalize_features"]
-            key = (result["method"], result["dataset"], features_of(normalised))
+            method = result["method"] + (f" ({result['variant']})" if "variant" in result else "")
+            key = (method, result["dataset"], features_of(normalised))
         except KeyError as error:
             raise ValueError(f"{path}: not a cl2gnn node --json result (no {error})") from None
         raw = result.get("baselines", {}).get(RAW_BASELINE, {}).get("scores")
@@ -161,21 +166,25 @@ def row(key: tuple[str, str, str], ours: dict[int, dict], theirs: dict[int, dict
     return [*key, label, cell(mine), cell(their), *compare(mine, their), cell(own), cell(raw)]
 
 
-def table(runs: Path, authors: Path) -> list[list]:
+def table(runs: list[Path], authors: Path) -> list[list]:
+    """The rows: each library run's variant against the authors' records of its method."""
     ours, theirs = library_scores(runs), authors_records(authors)
     keys = sorted(ours.keys() | theirs.keys(), key=lambda k: (k[1] != "Cora", k[1], k[0], k[2]))
-    return [row(key, ours.get(key, {}), theirs.get(key, {})) for key in keys]
+    return [row(k, ours.get(k, {}), theirs.get((k[0].split(" (")[0], *k[1:]), {})) for k in keys]
 
 
 def main() -> None:
     parser = cmdline.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=Path, required=True, help="the --json files' folder")
+    parser.add_argument(
+        "--runs", type=Path, nargs="+", required=True, help="the --json files' folders"
+    )
     parser.add_argument("--authors", type=Path, required=True, help="the authors' records")
     parser.add_argument("--name", default="node_side_by_side")
     args = parser.parse_args()
     with cmdline.user_errors(parser.prog):
-        if not args.runs.is_dir():
-            raise ValueError(f"--runs {args.runs}: not a folder")
+        for folder in args.runs:
+            if not folder.is_dir():
+                raise ValueError(f"--runs {folder}: not a folder")
         rows = table(args.runs, args.authors)
         print("| " + " | ".join(COLUMNS) + " |")
         print("|---" * len(COLUMNS) + "|")

@@ -71,7 +71,7 @@ def by_key(rows, columns):
 
 def test_the_difference_is_in_pooled_population_stds_over_the_shared_seeds(inputs):
     side = load("side_by_side")
-    rows = by_key(side.table(*inputs), side.COLUMNS)
+    rows = by_key(side.table([inputs[0]], inputs[1]), side.COLUMNS)
     dgi = rows["dgi", "texas", "row-normalised"]
     ours = np.array([60.0, 62.5, 61.0], dtype=np.float64)  # seeds 0, 1, 2: not 3
     theirs = np.array([55.0, 58.0, 57.5], dtype=np.float64)  # not seed 4, not the smoke run
@@ -91,7 +91,7 @@ def test_the_difference_is_in_pooled_population_stds_over_the_shared_seeds(input
 
 def test_a_missing_side_is_a_dash_and_the_other_side_keeps_its_seeds(inputs):
     side = load("side_by_side")
-    rows = by_key(side.table(*inputs), side.COLUMNS)
+    rows = by_key(side.table([inputs[0]], inputs[1]), side.COLUMNS)
     library_only = rows["gca", "Cora", "raw"]
     assert library_only["authors' code"] == "—" and library_only["cl2gnn"] == "80.50 ± 0.50"
     assert library_only["raw features"] == "—"  # run without --baselines
@@ -123,7 +123,7 @@ def test_a_seed_recorded_twice_is_refused(inputs):
     runs, authors = inputs
     authors.write_text(authors.read_text() + authors_line("dgi", "texas", 0, 1.0, 1.0) + "\n")
     with pytest.raises(ValueError, match=r"authors.jsonl:8: seed 0 .* recorded twice"):
-        side.table(runs, authors)
+        side.table([runs], authors)
 
 
 def test_the_saved_table_is_under_the_reproduction_topic(inputs, tmp_path, monkeypatch, capsys):
@@ -141,3 +141,18 @@ def test_the_saved_table_is_under_the_reproduction_topic(inputs, tmp_path, monke
         ["dgi", "texas", "row-normalised"],
     ]
     assert "| dgi | texas | row-normalised | 0,1,2 |" in capsys.readouterr().out
+
+
+def test_a_variant_of_a_method_is_its_own_row_against_the_same_authors_records(inputs, tmp_path):
+    side = load("side_by_side")
+    runs, authors = inputs
+    variants = tmp_path / "variants"
+    variants.mkdir()
+    library_run(variants, "v.json", "dgi", "texas", [0, 1, 2], [55.0, 58.0, 57.5])
+    result = json.loads((variants / "v.json").read_text())
+    (variants / "v.json").write_text(json.dumps({**result, "variant": "views changed"}))
+    rows = by_key(side.table([runs, variants], authors), side.COLUMNS)
+    variant = rows["dgi (views changed)", "texas", "row-normalised"]
+    assert variant["seeds"] == "0,1,2" and variant["cl2gnn"] == variant["authors' code"]
+    assert variant["difference"] == "+0.00" and variant["verdict"] == "within 1 std"
+    assert rows["dgi", "texas", "row-normalised"]["verdict"] == "not within"  # still there
