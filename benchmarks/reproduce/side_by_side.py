@@ -6,7 +6,6 @@ seeds both sides ran, their difference, and that difference in pooled standard d
         --baselines --json benchmarks/results/cells/side_by_side/dgi_texas_seedK.json
     python -m benchmarks.reproduce.side_by_side \\
         --runs benchmarks/results/cells/side_by_side \\
-            benchmarks/results/cells/side_by_side_gca_masking \\
         --authors benchmarks/configs/authors_side_by_side.jsonl
                                                   # -> results/node_side_by_side.json
 
@@ -72,10 +71,8 @@ NOTES = (
     "centrality-weighted presence is 0 a NaN weight, and the NaN makes EVERY column's "
     "masking probability the cut-off, 0.7, in both views, whatever drop_feature says (Cora "
     "has one all-zero column; texas 203 such columns, cornell 121, wisconsin 90); cl2gnn "
-    "masks such a column at 0.7 and the others by the formula (mean 0.3 and 0.4). The rows "
-    "'gca (their code's views: ...)' are cl2gnn's GCA with every column masked at 0.7 and "
-    "the edges dropped as configured, a one-off run outside cl2gnn node (train_node_model "
-    "with those views; its files: benchmarks/results/cells/side_by_side_gca_masking)."
+    "masks such a column at 0.7 and the others by the formula (mean 0.3 and 0.4): the GCA "
+    "rows compare cl2gnn's views with those their code actually draws."
 )
 
 
