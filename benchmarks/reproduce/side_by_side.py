@@ -72,7 +72,9 @@ NOTES = (
     "masking probability the cut-off, 0.7, in both views, whatever drop_feature says (Cora "
     "has one all-zero column; texas 203 such columns, cornell 121, wisconsin 90); cl2gnn "
     "masks such a column at 0.7 and the others by the formula (mean 0.3 and 0.4): the GCA "
-    "rows compare cl2gnn's views with those their code actually draws."
+    "rows compare cl2gnn's views with those their code actually draws. Not run here, for "
+    "CPU time: BGRL (10,000 epochs a seed), G-BT on Cora, MVGRL's authors' code beyond texas "
+    "seed 0 (about 5 minutes a seed here) and on Cora; a row with one side only says so."
 )
 
 
