@@ -50,6 +50,7 @@ SCRIPTS = {
     "node_readout": "benchmarks/studies/node_readout.py",
     "node_reproduce": "benchmarks/reproduce/node_reproduce.py",
     "polygcl": "benchmarks/reproduce/polygcl.py",
+    "side_by_side": "benchmarks/reproduce/side_by_side.py",
     "node_select": "benchmarks/decisions/node_select.py",
     "node_speed_grace": "benchmarks/speed/node_speed_grace.py",
     "node_speed_trees": "benchmarks/speed/node_speed_trees.py",
