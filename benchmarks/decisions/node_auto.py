@@ -26,6 +26,7 @@ standard deviation."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -39,6 +40,7 @@ from cl2gnn.node.api import default_method
 GRAPHS = (EMBEDDED, "Cora", *HETEROPHILOUS)  # every graph on disk
 
 
+BEFORE = ("auto", "chosen", "auto wall s")  # the earlier row's cells shown beside
 COLUMNS = [
     "graph",
     "auto",
@@ -106,6 +108,15 @@ def table_columns() -> list[str]:
     return saved["columns"] if saved else COLUMNS
 
 
+SHORT = {"raw features": "raw", "untrained encoder": "untrained"}
+
+
+def short(label: str) -> str:
+    """A candidate's or baseline's label as the table writes it (a row's line stays under
+    the results page's width): "grace (Cora's published)" as "grace (published)"."""
+    return SHORT.get(label, re.sub(r"\([^()]*'s published\)", "(published)", label))
+
+
 def table(out: Path, note: str = "") -> None:
     from benchmarks._shared.results import earlier_rows, save_table
 
@@ -128,10 +139,10 @@ def table(out: Path, note: str = "") -> None:
             [
                 f"{graph} ({r['protocol']}, {r['metric'].replace('_', '-')})",
                 f"{r['score_mean']:.2f} ± {r['score_std']:.2f}",
-                r["chosen"],  # its checkpoint in the next column
+                short(r["chosen"]),  # its checkpoint in the next column
                 f"{r['chosen_epoch']} of {r['epochs']}",
                 ", ".join(
-                    f"{label} {c['validation']:.1f}"
+                    f"{short(label)} {c['validation']:.1f}"
                     for label, c in candidates.items()
                     if c["validation"] is not None
                 ),
@@ -140,7 +151,7 @@ def table(out: Path, note: str = "") -> None:
                 round(r["wall_seconds"]),
                 round(default_seconds),
                 round(r["wall_seconds"] / default_seconds, 2),
-                *(r.get("before", {}).get(c, "—") for c in ("auto", "chosen", "auto wall s")),
+                *(short(str(r.get("before", {}).get(c, "—"))) for c in BEFORE),
                 "met" if met else "not met",
             ]
         )
