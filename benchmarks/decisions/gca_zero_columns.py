@@ -13,18 +13,16 @@ node`` run per seed and rule, the row's configuration in ``--config``::
 
 from __future__ import annotations
 
-import json
-import re
 import statistics
-from collections import defaultdict
 from pathlib import Path
 
+from benchmarks._shared import paired
+from benchmarks._shared.paired import mean_std, pooled_std, shared_seeds
 from benchmarks._shared.results import RESULTS_DIR, save_table
 from cl2gnn.cli import cmdline
 
 RUNS = RESULTS_DIR / "cells" / "gca_zero_columns"
 RULES = ("itself", "every_column")
-CELL = re.compile(r"(?P<row>.+)_(?P<rule>itself|every_column)_seed(?P<seed>\d+)\.json")
 COLUMNS = [
     "graph",
     "configuration",
@@ -36,21 +34,18 @@ COLUMNS = [
 ]
 
 
-def mean_std(values: list[float]) -> str:
-    return f"{statistics.fmean(values):.2f} ± {statistics.pstdev(values):.2f}"
-
-
 def read_cells(folder: Path) -> dict[str, dict[str, dict[int, dict]]]:
-    """row -> rule -> seed -> the run's ``--json`` record."""
-    cells = defaultdict(lambda: defaultdict(dict))
-    for path in sorted(folder.glob("*.json")):
-        match = CELL.fullmatch(path.name)
-        if match is None:
-            raise ValueError(f"{path}: not a ROW_<itself|every_column>_seedK.json cell")
-        record = json.loads(path.read_text())
-        if record["config"].get("zero_columns", "itself") != match["rule"]:
-            raise ValueError(f"{path}: its configuration's zero_columns is not {match['rule']!r}")
-        cells[match["row"]][match["rule"]][int(match["seed"])] = record
+    """row -> rule -> seed -> the run's ``--json`` record; ``ValueError`` for a cell whose
+    configuration is not the rule its name says."""
+    cells = paired.read_cells(folder, RULES)
+    for row, rules in cells.items():
+        for rule, seeds in rules.items():
+            for seed, record in seeds.items():
+                if record["config"].get("zero_columns", "itself") != rule:
+                    raise ValueError(
+                        f"{folder / f'{row}_{rule}_seed{seed}.json'}: its configuration's "
+                        f"zero_columns is not {rule!r}"
+                    )
     return cells
 
 
@@ -64,12 +59,12 @@ def rows(cells: dict) -> list[list]:
     """One row per row label, over the seeds both rules ran."""
     out = []
     for rules in cells.values():
-        seeds = sorted(set.intersection(*(set(rules.get(r, {})) for r in RULES)))
+        seeds = shared_seeds(rules, RULES)
         if not seeds:
             continue
         score = {r: [rules[r][k]["score_mean"] for k in seeds] for r in RULES}
         difference = statistics.fmean(score["itself"]) - statistics.fmean(score["every_column"])
-        pooled = statistics.fmean(statistics.pvariance(score[r]) for r in RULES) ** 0.5
+        pooled = pooled_std(score["itself"], score["every_column"])
         first = rules["itself"][seeds[0]]
         out.append(
             [

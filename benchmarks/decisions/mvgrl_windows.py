@@ -11,18 +11,16 @@ and variant::
 
 from __future__ import annotations
 
-import json
-import re
 import statistics
-from collections import defaultdict
 from pathlib import Path
 
+from benchmarks._shared import paired
+from benchmarks._shared.paired import mean_std, pooled_std, shared_seeds
 from benchmarks._shared.results import RESULTS_DIR, save_table
 from cl2gnn.cli import cmdline
 
 RUNS = RESULTS_DIR / "cells" / "mvgrl_windows"
 VARIANTS = ("windows", "whole")
-CELL = re.compile(r"(?P<graph>.+)_(?P<variant>windows|whole)_seed(?P<seed>\d+)\.json")
 COLUMNS = [
     "graph",
     "seeds",
@@ -35,32 +33,21 @@ COLUMNS = [
 ]
 
 
-def mean_std(values: list[float]) -> str:
-    return f"{statistics.fmean(values):.2f} ± {statistics.pstdev(values):.2f}"
-
-
 def read_cells(folder: Path) -> dict[str, dict[str, dict[int, dict]]]:
     """graph -> variant -> seed -> the run's ``--json`` record."""
-    cells = defaultdict(lambda: defaultdict(dict))
-    for path in sorted(folder.glob("*.json")):
-        match = CELL.fullmatch(path.name)
-        if match is None:
-            raise ValueError(f"{path}: not a G_<windows|whole>_seedK.json cell")
-        record = json.loads(path.read_text())
-        cells[match["graph"]][match["variant"]][int(match["seed"])] = record
-    return cells
+    return paired.read_cells(folder, VARIANTS, row="G")
 
 
 def rows(cells: dict) -> list[list]:
     """One row per graph, over the seeds both variants ran."""
     out = []
     for graph, variants in cells.items():
-        seeds = sorted(set.intersection(*(set(variants.get(v, {})) for v in VARIANTS)))
+        seeds = shared_seeds(variants, VARIANTS)
         if not seeds:
             continue
         score = {v: [variants[v][k]["score_mean"] for k in seeds] for v in VARIANTS}
         difference = statistics.fmean(score["windows"]) - statistics.fmean(score["whole"])
-        pooled = statistics.fmean(statistics.pvariance(score[v]) for v in VARIANTS) ** 0.5
+        pooled = pooled_std(score["windows"], score["whole"])
         epochs = {
             v: statistics.fmean(sum(variants[v][k]["epochs_run"]) for k in seeds) for v in VARIANTS
         }

@@ -21,11 +21,11 @@ with no seeds is a dash; a row shows the other side over its own seeds.
 from __future__ import annotations
 
 import json
-import math
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
+from benchmarks._shared.paired import pooled_std
 from benchmarks._shared.results import save_table
 from cl2gnn.cli import cmdline
 
@@ -149,11 +149,11 @@ def compare(ours: list[float], theirs: list[float]) -> tuple[str, str, str]:
     ``sqrt((std_ours^2 + std_theirs^2) / 2)`` and the verdict; dashes without both sides."""
     if not ours or not theirs:
         return "—", "—", "—"
-    (a, sa), (b, sb) = mean_std(ours), mean_std(theirs)
+    (a, _), (b, _) = mean_std(ours), mean_std(theirs)
     difference = a - b
     if len(ours) == 1:
         return signed(difference), "—", "one seed: no std"
-    pooled = math.sqrt((sa**2 + sb**2) / 2)
+    pooled = pooled_std(ours, theirs)
     if pooled == 0:
         verdict = "within 1 std" if signed(difference) == "+0.00" else "not within"
         return signed(difference), "—", verdict

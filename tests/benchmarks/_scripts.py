@@ -26,6 +26,7 @@ SCRIPTS = {
     "_large": "benchmarks/_shared/large.py",
     "_node_args": "benchmarks/_shared/node_args.py",
     "_operators": "benchmarks/_shared/operators.py",
+    "_paired": "benchmarks/_shared/paired.py",
     "_results": "benchmarks/_shared/results.py",
     "_runner": "benchmarks/_shared/runner.py",
     "depth": "benchmarks/accuracy/depth.py",
