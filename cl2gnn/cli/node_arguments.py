@@ -27,11 +27,11 @@ def dataset_argument(text: str) -> str:
     return text
 
 
-def config_field(name: str, parse: Callable[[str], object]) -> Callable[[str], object]:
-    """An argparse type for :class:`~cl2gnn.node.NodeConfig` field ``name``: the text read by
-    ``parse`` (``int``, ``float``), then checked by the configuration's own check (the one
-    place a field's range is written)."""
-    from cl2gnn.node.config import check_field
+def checked_argument(
+    name: str, parse: Callable[[str], object], checked: Callable[[str, object], object]
+) -> Callable[[str], object]:
+    """An argparse type: the text read by ``parse`` (``int``, ``float``), then
+    ``checked(name, value)``, whose ``ValueError`` argparse reports as the argument's."""
 
     def check(text: str) -> object:
         try:
@@ -39,7 +39,7 @@ def config_field(name: str, parse: Callable[[str], object]) -> Callable[[str], o
         except ValueError:
             raise argparse.ArgumentTypeError(f"must be a {parse.__name__}, got {text!r}") from None
         try:
-            return check_field(name, value)
+            return checked(name, value)
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -47,25 +47,25 @@ def config_field(name: str, parse: Callable[[str], object]) -> Callable[[str], o
     return check
 
 
-def method_option(name: str, parse: Callable[[str], object]) -> Callable[[str], object]:
-    """An argparse type for the methods' option ``name``: the text read by ``parse``, then
-    checked by the methods' own checks (:func:`~cl2gnn.node.methods.check_options`, which
-    loads the registry, and torch, only when the option is given)."""
+def config_field(name: str, parse: Callable[[str], object]) -> Callable[[str], object]:
+    """An argparse type for :class:`~cl2gnn.node.NodeConfig` field ``name``, checked by the
+    configuration's own check (the one place a field's range is written)."""
+    from cl2gnn.node.config import check_field
 
-    def check(text: str) -> object:
+    return checked_argument(name, parse, check_field)
+
+
+def method_option(name: str, parse: Callable[[str], object]) -> Callable[[str], object]:
+    """An argparse type for the methods' option ``name``, checked by the methods' own checks
+    (:func:`~cl2gnn.node.methods.check_options`, which loads the registry, and torch, only
+    when the option is given)."""
+
+    def checked(name: str, value: object) -> object:
         from cl2gnn.node.methods import check_options
 
-        try:
-            value = parse(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a {parse.__name__}, got {text!r}") from None
-        try:
-            return check_options({name: value})[name]
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
+        return check_options({name: value})[name]
 
-    check.__name__ = name
-    return check
+    return checked_argument(name, parse, checked)
 
 
 def checked_entries(entries: dict) -> dict:
