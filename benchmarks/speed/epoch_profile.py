@@ -130,14 +130,14 @@ def replayed_ms(name: str, shapes: list[list[int]], repeats: int = 10) -> float:
     """Median ms of one float32 ``name`` call with operands of ``shapes`` alone."""
     import torch
 
-    a, b = (torch.randn(shape) for shape in (shapes[0], shapes[1]))
-    if name != "aten::mm":  # addmm(c, a, b): the product's operands come second
-        c, a, b = torch.randn(shapes[0]), torch.randn(shapes[1]), torch.randn(shapes[2])
+    # mm(a, b); addmm(c, a, b) and c.addmm_(a, b): the product's operands come second
+    operands = [torch.randn(shape) for shape in shapes if shape]
     call = {
-        "aten::mm": lambda: torch.mm(a, b),
-        "aten::addmm": lambda: torch.addmm(c, a, b),
-        "aten::addmm_": lambda: c.addmm_(a, b),
+        "aten::mm": lambda a, b: torch.mm(a, b),
+        "aten::addmm": lambda c, a, b: torch.addmm(c, a, b),
+        "aten::addmm_": lambda c, a, b: c.addmm_(a, b),
     }[name]
+    call = functools.partial(call, *operands)
     call()
     times = []
     for _ in range(repeats):

@@ -3,7 +3,9 @@ and count, and nothing else."""
 
 from __future__ import annotations
 
+import pytest
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from benchmarks.speed import epoch_profile
 
@@ -44,6 +46,16 @@ def test_gemm_floor_replays_each_dense_product_of_the_epoch_by_shape_and_count(m
     assert in_epoch > 0
 
 
-def test_replayed_ms_times_the_call_it_names():
-    assert epoch_profile.replayed_ms("aten::mm", [[64, 32], [32, 16]], repeats=3) > 0
-    assert epoch_profile.replayed_ms("aten::addmm_", [[64, 16], [64, 32], [32, 16], [], []]) > 0
+@pytest.mark.parametrize(
+    "name, shapes",
+    [
+        ("aten::mm", [[64, 32], [32, 16]]),
+        ("aten::addmm", [[16], [64, 32], [32, 16], [], []]),
+        ("aten::addmm_", [[64, 16], [64, 32], [32, 16], [], []]),
+    ],
+)
+def test_replayed_ms_times_the_call_it_names_on_operands_of_its_shapes(name, shapes):
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        assert epoch_profile.replayed_ms(name, shapes, repeats=3) > 0
+    calls = [e.input_shapes for e in prof.events() if e.name == name and e.cpu_parent is None]
+    assert calls == [shapes] * 4  # one warm-up and the timed repeats
