@@ -20,7 +20,7 @@ from cl2gnn._options import option_checks
 from cl2gnn.losses import PAIR_LOSSES
 from cl2gnn.nn import OPERATORS
 from cl2gnn.node.config import FIELDS, check_field
-from cl2gnn.node.methods import REGISTRY, check_options
+from cl2gnn.node.methods import REGISTRY, option_value
 
 NONSENSE_TEMPERATURES = [math.inf, math.nan, 0.0, -1.0, 1e-30]
 
@@ -244,7 +244,7 @@ NUMERIC_FIELDS = [name for name in FIELDS if numeric_field(name)]
 def numeric_option(name: str) -> bool:
     for value in (1, 2, 16, 0.5, 0):
         try:
-            checked = check_options({name: value})[name]
+            checked = option_value(name, value)
         except ValueError:
             continue
         if isinstance(checked, int | float) and not isinstance(checked, bool):
@@ -268,7 +268,7 @@ def test_the_numeric_fields_found_are_every_one():
 @pytest.mark.parametrize("value", [10**20, 1e308, -1e308, -(10**20)])
 def test_a_huge_number_in_a_method_option_is_refused_naming_the_bound(name, value):
     with pytest.raises(ValueError, match=rf"NodeConfig\.{name} must be .*in [\[(]"):
-        check_options({name: value})
+        option_value(name, value)
 
 
 @pytest.mark.parametrize("name", NUMERIC_FIELDS)
@@ -282,4 +282,4 @@ def test_samples_per_node_is_bounded_naming_the_bound():
     """GraphACL draws that many neighbors and negatives per node and step: 10**6 on any graph
     is refused, naming what is allowed."""
     with pytest.raises(ValueError, match=r"samples_per_node must be .*1024"):
-        check_options({"samples_per_node": 10**6})
+        option_value("samples_per_node", 10**6)

@@ -76,7 +76,7 @@ def _run_node(
         baselines=args.baselines,
         first_seed=args.seed,
         probe_timeout=args.probe_timeout,
-        config=args.config,
+        config={**(args.config or {}), **dict(args.set or ())} or None,
         save=save,
         auto_budget=args.auto_budget,
         select_epoch=args.select_epoch,
@@ -86,6 +86,9 @@ def _run_node(
         **fields,
     )
     if results:  # under torchrun, rank 0 alone reports
+        if "chosen" in results[0] or results[0].get("chosen_epoch") is not None:
+            for result in results:
+                result["reproduce"] = reproduce(args.dataset, result)
         print(format_table(results))
         if args.json:
             _files.write_text_atomic(args.json, json.dumps(results[0], indent=2))
@@ -202,6 +205,14 @@ def add_node_command(sub) -> None:
         metavar="FILE",
         help="a JSON or YAML file of NodeConfig fields, over the dataset's configuration "
         "(the options below override it)",
+    )
+    node.add_argument(
+        "--set",
+        type=node_arguments.config_setting,
+        action="append",
+        metavar="NAME=VALUE",
+        help="set one NodeConfig field or method option (VALUE read as JSON, else as text: "
+        "--set ema_decay=0.999 --set encoder=sage), over --config; repeatable",
     )
 
     def field(dest: str) -> dict:
@@ -337,8 +348,10 @@ def add_node_command(sub) -> None:
     node.add_argument(
         "--resume",
         action="store_true",
-        help="continue the run saved in --save DIR: each seed from DIR/seed_<k>/checkpoint.pt "
-        "(a seed without one trains from the start); the method and options must be the "
+        help="continue the run in --save DIR: each seed from its checkpoint, an interrupted "
+        f"run's DIR/{run_folder.CHECKPOINTS}/seed_<k>/checkpoint.pt, else a finished run's "
+        "DIR/seed_<k>/checkpoint.pt (a seed without one trains from the start; the output "
+        "and result.json say where each seed resumed); the method and options must be the "
         "saved run's, --epochs may be larger",
     )
     node.add_argument(
@@ -346,8 +359,9 @@ def add_node_command(sub) -> None:
         type=cmdline.positive_int,
         metavar="N",
         default=0,
-        help="with --save: write each seed's state to DIR/seed_<k>/checkpoint.pt every N "
-        "epochs, so that an interrupted run continues with --resume",
+        help=f"with --save: write each seed's state to DIR/{run_folder.CHECKPOINTS}/seed_<k>/"
+        "checkpoint.pt every N epochs, so that an interrupted run continues with --resume "
+        "(the folder goes once the run has finished)",
     )
     node.add_argument("--no-progress", action="store_true")
     node.set_defaults(func=_node, check=_check_node)
@@ -380,4 +394,51 @@ def format_table(results: list[dict]) -> str:
         f"{len(seeds):>5d} {ms:>9s}"
         for dataset, name, protocol, metric, score, seeds, ms in table
     ]
+    first = results[0]
+    if first.get("preset"):
+        lines.append(f"configuration: {first['preset']}")
+    if "resumed_from" in first:
+        lines.append("resumed: " + ", ".join(resumed_line(first["resumed_from"])))
+    if "reproduce" in first:
+        lines.append(f"reproduce: {first['reproduce']}")
     return "\n".join(lines)
+
+
+def resumed_line(resumed_from: dict[str, int]) -> list[str]:
+    """Where each seed of a resumed run continued from, in words."""
+    return [
+        f"seed {seed} from epoch {epoch}" if epoch else f"seed {seed} from its start"
+        for seed, epoch in resumed_from.items()
+    ]
+
+
+def reproduce(dataset: str, result: dict) -> str:
+    """The ``cl2gnn node`` command that trains what was chosen (method ``auto``'s candidate,
+    or ``--select-epoch``'s checkpoint) without choosing among candidates: the method, each
+    field and option where the candidate's configuration is not the method's default for
+    the graph (``--set``), and the checkpoint (``--epochs 0`` for the untrained encoder,
+    ``--select-epoch`` for an earlier one: the same rule on the same seeds takes it
+    again)."""
+    import shlex
+
+    from ..node.api import default_config
+    from ..node.methods import method_class
+
+    method = result.get("chosen_method", result["method"])
+    chosen = dict(result["config"])
+    base = default_config(result["dataset"], method).as_dict()
+    options = method_class(method).Options
+    defaults = {f: getattr(options(), f) for f in options.names()}
+    settings = []
+    for name, value in chosen.items():
+        if name == "preset" or base.get(name, defaults.get(name)) == value:
+            continue
+        value = list(value) if isinstance(value, tuple) else value
+        settings += ["--set", f"{name}={json.dumps(value)}"]
+    epoch, epochs = result.get("chosen_epoch"), chosen["epochs"]
+    if epoch == 0:
+        settings += ["--epochs", "0"]
+    elif epoch is not None and epoch != epochs:
+        settings.append("--select-epoch")
+    command = ["cl2gnn", "node", "--dataset", dataset, "--method", method, *settings]
+    return shlex.join(command)

@@ -56,14 +56,15 @@ def config_field(name: str, parse: Callable[[str], object]) -> Callable[[str], o
 
 
 def method_option(name: str, parse: Callable[[str], object]) -> Callable[[str], object]:
-    """An argparse type for the methods' option ``name``, checked by the methods' own checks
-    (:func:`~cl2gnn.node.methods.check_options`, which loads the registry, and torch, only
-    when the option is given)."""
+    """An argparse type for the methods' option ``name``: refused where every method that
+    has it refuses the value (:func:`~cl2gnn.node.methods.option_value`, which loads the
+    registry, and torch, only when the option is given); the method that trains checks it
+    with its own check when the run is planned."""
 
     def checked(name: str, value: object) -> object:
-        from cl2gnn.node.methods import check_options
+        from cl2gnn.node.methods import option_value
 
-        return check_options({name: value})[name]
+        return option_value(name, value)
 
     return checked_argument(name, parse, checked)
 
@@ -71,17 +72,34 @@ def method_option(name: str, parse: Callable[[str], object]) -> Callable[[str], 
 def checked_entries(entries: dict) -> dict:
     """A flat configuration mapping (:meth:`~cl2gnn.node.NodeConfig.as_dict`'s), each entry
     checked: the fields by the configuration's checks, the other names by the methods'
-    (:func:`~cl2gnn.node.methods.check_options`, loading the registry only where some are
+    (:func:`~cl2gnn.node.methods.option_value`, loading the registry only where some are
     given); ``ValueError`` naming the first it refuses."""
     from cl2gnn.node.config import FIELDS, check_field
 
     checked = {name: check_field(name, value) for name, value in entries.items() if name in FIELDS}
     options = {name: value for name, value in entries.items() if name not in FIELDS}
     if options:
-        from cl2gnn.node.methods import check_options
+        from cl2gnn.node.methods import option_value
 
-        checked |= check_options(options)
+        checked |= {name: option_value(name, value) for name, value in options.items()}
     return {name: checked[name] for name in entries}
+
+
+def config_setting(text: str) -> tuple[str, object]:
+    """An argparse type for ``--set NAME=VALUE``: a :class:`~cl2gnn.node.NodeConfig` field or a
+    method's option, its value read as JSON (``0.5``, ``true``, ``[0.2, 0.4]``, ``null``)
+    or else as the text itself (``sage``), checked as a ``--config`` file's entry."""
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise argparse.ArgumentTypeError(f"must be NAME=VALUE, got {text!r}")
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    try:
+        return name, checked_entries({name: parsed})[name]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def config_file(text: str) -> dict:

@@ -25,7 +25,7 @@ from .presets import (
 )
 from .result import TrainResult
 from .training.fit import train_run
-from .training.plan import BUILTIN_ONLY
+from .training.plan import for_own_encoder
 from .views import View
 
 # the method that chooses among candidates on the graph's own validation nodes
@@ -33,10 +33,11 @@ from .views import View
 AUTO = "auto"
 
 
-def default_method(graph) -> str:
-    """The method a graph (a name or a ``Data``) trains with when none is named: GRACE where
-    the graph has a published configuration (:data:`~cl2gnn.node.presets.GRACE_PUBLISHED`),
-    else :data:`~cl2gnn.node.presets.OTHER_GRAPHS_METHOD`."""
+def default_method(graph: str | None = None) -> str:
+    """The method a graph trains with when none is named: GRACE where the graph named
+    ``graph`` has a published configuration
+    (:data:`~cl2gnn.node.presets.GRACE_PUBLISHED`), else
+    :data:`~cl2gnn.node.presets.OTHER_GRAPHS_METHOD` (a graph without a name included)."""
     return "grace" if graph_name(graph) in GRACE_PUBLISHED else OTHER_GRAPHS_METHOD
 
 
@@ -49,42 +50,70 @@ def _own_options(
     return replace(config, options={k: v for k, v in config.options.items() if k in names})
 
 
+def preset(method: str, dataset: str | None) -> tuple[NodeConfig, str]:
+    """``method``'s configuration for the graph named ``dataset`` (``None``: a graph without
+    a name) and what it is, in words (:mod:`cl2gnn.node.presets`)."""
+    if (method, dataset) in AUTHORS_PER_GRAPH:
+        return AUTHORS_PER_GRAPH[method, dataset], f"{method}: its authors' for {dataset}"
+    if method in METHOD_DEFAULTS:
+        return METHOD_DEFAULTS[method], f"{method}: its authors' configuration"
+    if dataset in GRACE_PUBLISHED:
+        return GRACE_PUBLISHED[dataset], f"{method}: GRACE's published for {dataset}"
+    return GRACE_OTHER_GRAPHS, f"{method}: the general default ({_unpublished(dataset)})"
+
+
+def _unpublished(dataset: str | None) -> str:
+    if dataset is None:
+        return "no graph named: no published configuration"
+    return f"{dataset} has no published configuration"
+
+
 def default_config(
-    graph,
+    data: Data | str | None = None,
     method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor] | None = None,
     *,
+    graph: str | None = None,
     encoder: torch.nn.Module | None = None,
 ) -> NodeConfig:
-    """``method``'s configuration for ``graph`` (a name, or a ``Data``: its ``name``, if
-    any; :mod:`cl2gnn.node.presets`): its authors' for that graph where they publish one,
-    else the method's own, else for the GRACE-family methods (and an objective
-    ``(z1, z2, h1, h2) -> loss`` on GRACE's scheme) the graph's published configuration, else
-    GRACE's for graphs without one. ``None``: the configuration of :func:`default_method` —
-    the graph's published one, else :data:`~cl2gnn.node.presets.OTHER_GRAPHS`. Every
-    registered method accepts what this returns, on any graph: it keeps the options the
-    method has (sampled keys only for the methods that take them).
+    """``method``'s configuration (:mod:`cl2gnn.node.presets`), for the graph ``graph``
+    names: its authors' for that graph where they publish one, else the method's own, else
+    for the GRACE-family methods (and an objective ``(z1, z2, h1, h2) -> loss`` on GRACE's
+    scheme) the graph's published configuration, else GRACE's for graphs without one.
+    ``None``: the configuration of :func:`default_method`. Every registered method accepts
+    what this returns, on any graph: it keeps the options the method has (sampled keys only
+    for the methods that take them). ``config.preset`` says which configuration it took.
+
+    The graph's configuration is chosen by name only where a name is given: ``graph``, or
+    ``data`` itself where it is a name (``default_config("Cora", "grace")``). A ``Data``'s
+    own attributes are never read, so the same graph gets the same configuration however it
+    was loaded (PyG's ``Planetoid`` or :func:`~cl2gnn.datasets.load_node_dataset`); a graph
+    without a name gets the method's general configuration, and ``preset`` says so.
 
     ``encoder``: an encoder of one's own, which the configuration is for: the built-in
     encoder's fields (:data:`~cl2gnn.node.training.plan.BUILTIN_ONLY`) are left at their
-    defaults, and the recipe's feature normalisation is kept, applied to ``data.x`` before
-    the encoder reads it (:func:`~cl2gnn.node.encoders.own.feature_transform`)."""
-    dataset = graph_name(graph)
+    defaults (:func:`~cl2gnn.node.training.plan.for_own_encoder`), and the recipe's feature
+    normalisation is kept, applied to ``data.x`` before the encoder reads it
+    (:func:`~cl2gnn.node.encoders.own.feature_transform`) and saved with it."""
+    if graph is not None and not isinstance(graph, str):
+        raise ValueError(f"graph: the name of a graph's configuration, got {graph!r}")
+    dataset = graph if graph is not None else data if isinstance(data, str) else None
     # an objective of one's own trains on GRACE's scheme, with GRACE's configurations
     name = "grace" if callable(method) else method
     if name is None:
-        method = name = default_method(graph)
+        method = name = default_method(dataset)
         config = GRACE_PUBLISHED.get(dataset, OTHER_GRAPHS)
-    elif (name, dataset) in AUTHORS_PER_GRAPH:
-        config = AUTHORS_PER_GRAPH[name, dataset]
-    elif name in METHOD_DEFAULTS:
-        config = METHOD_DEFAULTS[name]
+        what = (
+            f"grace: GRACE's published for {dataset}"
+            if dataset in GRACE_PUBLISHED
+            else f"{name}: the general default ({_unpublished(dataset)})"
+        )
     else:
-        config = GRACE_PUBLISHED.get(dataset, GRACE_OTHER_GRAPHS)
-    config = _own_options(config, method)
+        method_type(method)  # a name no method has: ValueError naming the choices
+        config, what = preset(name, dataset)
+    config = replace(_own_options(config, method), preset=what)
     if encoder is not None:
         check_encoder(encoder)
-        defaults = NodeConfig()
-        config = replace(config, **{field: getattr(defaults, field) for field in BUILTIN_ONLY})
+        config = replace(for_own_encoder(config), preset=f"{what}, for your own encoder")
     return config
 
 
@@ -197,13 +226,20 @@ def train_node_model(
 
 
 def _auto(data, config, encoder, augment, seed, device, progress) -> TrainResult:
-    if config is not None or encoder is not None or augment is not None:
+    if config is not None:
         raise ValueError(
-            "method 'auto' chooses among the built-in candidates' own configurations and views "
-            "(cl2gnn.node.presets.CANDIDATES): pass no config, encoder or augment, or call "
+            "config: method 'auto' chooses among the candidates' own configurations "
+            "(cl2gnn.node.presets.CANDIDATES): pass none, or call "
             "choose_method(data, changes={...}) to change their fields"
         )
-    choice = choose_method(data, scoring_seeds(data, seed), device=device, progress=progress)
+    choice = choose_method(
+        data,
+        scoring_seeds(data, seed),
+        device=device,
+        progress=progress,
+        encoder=encoder,
+        augment=augment,
+    )
     result = choice.results[seed]
     result.choice = choice
     return result

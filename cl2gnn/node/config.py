@@ -9,6 +9,7 @@ torch is imported.
 
 from __future__ import annotations
 
+import difflib
 import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -86,10 +87,14 @@ class NodeConfig:
     group shares its negatives (``distributed``: ``"gather"`` or ``"ring"``).
 
     The method's own options (``options``, a mapping of names to values: ``temperature``,
-    ``ema_decay``, ...): the method reads and checks them
-    (:meth:`~cl2gnn.node.NodeMethod.Options`), so that a name it does not have is refused
-    when the run starts; :meth:`with_overrides` and :func:`config_from_dict` put every name
-    that is not one of the fields above there.
+    ``ema_decay``, ...): the method that trains reads and checks their values
+    (:meth:`~cl2gnn.node.NodeMethod.Options`) when the run is planned; a keyword that is
+    neither a field nor any registered method's option is refused where it is written,
+    naming the closest name (``NodeConfig(epoch=50)``: did you mean ``epochs``?).
+    :meth:`with_overrides` and :func:`config_from_dict` put every option name there.
+
+    ``preset``: what the configuration started from, in words (``default_config`` names the
+    published or general configuration it took); a label, not compared.
     """
 
     learning_rate: float = 5e-4
@@ -114,6 +119,7 @@ class NodeConfig:
     batch_size: int | None = None
     num_neighbors: tuple[int, ...] | None = None
     distributed: str = "gather"
+    preset: str | None = field(default=None, compare=False)
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def __init__(self, *, options: Mapping[str, Any] | None = None, **settings: Any) -> None:
@@ -126,7 +132,9 @@ class NodeConfig:
             raise ValueError(
                 f"NodeConfig.options must be a mapping of option names to values, got {options!r}"
             )
-        options = {**(options or {}), **{k: v for k, v in settings.items() if k not in FIELDS}}
+        named = {k: v for k, v in settings.items() if k not in FIELDS}
+        check_option_names(named)
+        options = {**(options or {}), **named}
         for name, value in DEFAULTS.items():
             object.__setattr__(self, name, check_field(name, settings.get(name, value)))
         object.__setattr__(self, "options", MappingProxyType(options))
@@ -191,6 +199,7 @@ FIELDS: dict[str, Check] = {
         each(FAN_OUT, f"a list of integers in [1, {COUNT_MAX}] or -1 (all), one per layer")
     ),
     "distributed": one_of(*MODES),
+    "preset": optional(Check("a string", lambda v: v if isinstance(v, str) else REFUSED)),
 }
 
 
@@ -207,6 +216,26 @@ def check_field(name: str, value: object) -> object:
     return FIELDS[name](value, f"NodeConfig.{name}")
 
 
+def check_option_names(names) -> None:
+    """``ValueError`` naming the first of ``names`` that is neither a :class:`NodeConfig`
+    field nor an option of a registered method, and the closest name that is (a typo is
+    refused where it is written, not ignored). The methods' option names are read from
+    their registry (which loads torch) only when a name is not a field."""
+    unknown = [name for name in names if name not in FIELDS]
+    if not unknown:
+        return
+    from .methods import option_names  # the registry: torch, loaded only for option names
+
+    known = (*FIELDS, *option_names())
+    for name in unknown:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(
+                f"NodeConfig has no field {name!r} and no method has an option of that name{hint}"
+            )
+
+
 def config_from_dict(entries: Mapping, base: NodeConfig | None = None) -> NodeConfig:
     """``base`` (default: :class:`NodeConfig`'s defaults) with the fields of ``entries``
     (a ``--config`` file's mapping, :meth:`NodeConfig.as_dict`'s) changed, each checked, and
@@ -214,8 +243,9 @@ def config_from_dict(entries: Mapping, base: NodeConfig | None = None) -> NodeCo
     if not isinstance(entries, Mapping):
         raise ValueError(f"a configuration must be a mapping of NodeConfig fields, got {entries!r}")
     base = base or NodeConfig()
-    core = {name: value for name, value in entries.items() if name in FIELDS}
-    options = {name: value for name, value in entries.items() if name not in FIELDS}
     if "options" in entries:
         raise ValueError("a configuration's mapping is flat: give the options' names as keys")
+    core = {name: value for name, value in entries.items() if name in FIELDS}
+    options = {name: value for name, value in entries.items() if name not in FIELDS}
+    check_option_names(options)
     return replace(base, **core, options={**base.options, **options})

@@ -274,15 +274,16 @@ CANDIDATES: tuple[tuple[str, str, NodeConfig], ...] = (
 
 
 def graph_name(graph) -> str | None:
-    """A graph's name: ``graph`` itself (a string), or a ``Data``'s ``name`` (the library's
-    loaders set it; a graph built by hand has none)."""
-    return graph if isinstance(graph, str) else getattr(graph, "name", None)
+    """The name a graph's configuration is chosen by: ``graph`` where it is a string, else
+    ``None``. A ``Data``'s attributes are not read: the same graph, however it was loaded,
+    gets the same configuration."""
+    return graph if isinstance(graph, str) else None
 
 
-def candidates(graph) -> list[tuple[str, str, NodeConfig]]:
-    """``(label, method, configuration)`` of each candidate of method ``"auto"`` on
-    ``graph`` (a name or a ``Data``): the published configuration first where the graph has
-    one, then :data:`CANDIDATES`."""
+def candidates(graph: str | None = None) -> list[tuple[str, str, NodeConfig]]:
+    """``(label, method, configuration)`` of each candidate of method ``"auto"`` on the
+    graph named ``graph`` (``None``: a graph without a name): that graph's published
+    configuration first where it has one, then :data:`CANDIDATES`."""
     name = graph_name(graph)
     published = (
         [(f"grace ({name}'s published)", "grace", GRACE_PUBLISHED[name])]

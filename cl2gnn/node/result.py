@@ -16,12 +16,13 @@ from pathlib import Path
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
-from torch_geometric.transforms import BaseTransform
+from torch_geometric.transforms import BaseTransform, NormalizeFeatures
 
 from .._files import atomic_path, write_text_atomic
 from ..distributed.launch import _first_line as first_line
 from .config import NodeConfig
 from .encoders.graph_encoder import GraphEncoder
+from .encoders.own import NormalizedInput
 from .inputs import check_graph
 from .methods import NodeMethod
 from .methods.mvgrl import MVGRLEncoder
@@ -30,7 +31,9 @@ from .training.checkpoint import load_file, write_checkpoint
 from .views import Diffusion
 
 FORMAT = "cl2gnn-node-encoder"
-VERSION = 3  # 3: MVGRL's two encoders as one module (2: the arguments under PyG's names)
+# 4: the feature transform an encoder of one's own read (3: MVGRL's two encoders as one
+# module; 2: the arguments under PyG's names)
+VERSION = 4
 
 
 @dataclass
@@ -68,6 +71,7 @@ class TrainResult:
         checkpoint: the run's state at the end of training
             (:func:`~cl2gnn.node.training.checkpoint.run_checkpoint`): what
             :meth:`save` writes as ``checkpoint.pt`` and ``resume=`` continues from.
+        resumed_from: the epoch a resumed run continued from (``None``: not resumed).
     """
 
     embeddings: Tensor
@@ -83,6 +87,7 @@ class TrainResult:
     transform: BaseTransform | None = None
     encoder_states: dict[int, dict[str, Tensor]] = field(default_factory=dict, repr=False)
     epoch: int | None = None
+    resumed_from: int | None = None
 
     def at_epoch(self, epoch: int) -> TrainResult:
         """The run as it stood after ``epoch`` (one of :attr:`encoder_states`): that
@@ -126,7 +131,8 @@ class TrainResult:
         folder = Path(root) / f"seed_{self.seed}"
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(folder / "encoder.pt") as path:
-            torch.save(encoder_checkpoint(self.encoder, self.method, self.config), path)
+            checkpoint = encoder_checkpoint(self.encoder, self.method, self.config, self.transform)
+            torch.save(checkpoint, path)
         if self.checkpoint is not None:
             write_checkpoint(folder, self.checkpoint)
         with atomic_path(folder / "embeddings.pt") as path:
@@ -164,12 +170,19 @@ def embed(
 
 
 def encoder_checkpoint(
-    model: torch.nn.Module, method: NodeMethod | None, config: NodeConfig | None
+    model: torch.nn.Module,
+    method: NodeMethod | None,
+    config: NodeConfig | None,
+    transform: BaseTransform | None = None,
 ) -> dict:
     """The embedding module ``model``'s weights as plain values: the built-in encoder with
     its constructor's arguments, any other module with its class's name (to read, never to
-    import), MVGRL's diffusion's arguments beside its two encoders, and PolyGCL's filters'
-    arguments beside its encoder."""
+    import), MVGRL's diffusion's arguments beside its two encoders, PolyGCL's filters'
+    arguments beside its encoder, and whether the run row-normalised the features before the
+    module read them (``transform``, :func:`~cl2gnn.node.encoders.own.feature_transform`),
+    which :func:`load_encoder` applies again."""
+    if transform is not None and not isinstance(transform, NormalizeFeatures):
+        raise ValueError(f"transform: a run applies NormalizeFeatures or nothing, got {transform}")
     wraps = isinstance(model, MVGRLEncoder | PolyGCLEncoder)
     encoder = model.encoder if wraps else model
     builtin = isinstance(encoder, GraphEncoder)
@@ -182,6 +195,7 @@ def encoder_checkpoint(
         "class": f"{cls.__module__}.{cls.__qualname__}",
         "diffusion": model.spec if isinstance(model, MVGRLEncoder) else None,
         "polygcl": model.spec if isinstance(model, PolyGCLEncoder) else None,
+        "normalize_features": transform is not None,
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
         "method": None if method is None else getattr(method, "label", method.name),
         "config": None if config is None else config.as_dict(),
@@ -198,10 +212,10 @@ def read_checkpoint(path: str | Path) -> dict:
     checkpoint = load_file(path, "checkpoint (an encoder.pt, or its folder)")
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise ValueError(f"{path}: not a cl2gnn node encoder checkpoint")
-    if checkpoint.get("version") != VERSION:
+    if checkpoint.get("version") not in (VERSION - 1, VERSION):  # 3: no feature transform
         raise ValueError(
             f"{path}: checkpoint version {checkpoint.get('version')!r}, this cl2gnn reads "
-            f"version {VERSION}"
+            f"versions {VERSION - 1} and {VERSION}"
         )
     return checkpoint
 
@@ -213,11 +227,14 @@ def load_encoder(
     encoder: torch.nn.Module | None = None,
 ) -> torch.nn.Module:
     """The embedding module saved at ``path`` (a ``seed_<k>`` folder of ``cl2gnn node
-    --save`` or :meth:`TrainResult.save`, or its ``encoder.pt``), in eval mode: what
-    ``result.encoder`` was, called as ``model(x, edge_index)`` on any graph with the same
-    feature width (:func:`embed`). The built-in encoder is rebuilt from the file; a module
-    of your own was saved as its state dict: pass a new one, ``encoder=YourEncoder(...)``,
-    to load it into (MVGRL's diffusion encoder is a copy of it)."""
+    --save`` or :meth:`TrainResult.save`, or its ``encoder.pt``), in eval mode, called as
+    ``model(x, edge_index)`` on the raw features of any graph with the same feature width
+    (:func:`embed`): on the training graph, the run's embeddings bit for bit. The built-in
+    encoder is rebuilt from the file; a module of your own was saved as its state dict:
+    pass a new one, ``encoder=YourEncoder(...)``, to load it into (MVGRL's diffusion encoder
+    is a copy of it). Where the run row-normalised the features before your encoder read
+    them, the module returned does too (:class:`~cl2gnn.node.encoders.own.NormalizedInput`,
+    your encoder as its ``module``): what ``result.embed`` computes."""
     checkpoint = read_checkpoint(path)
     if checkpoint["builtin"] and encoder is not None:
         raise ValueError(f"encoder: {path} holds the built-in encoder, built from its file")
@@ -237,6 +254,8 @@ def load_encoder(
         model.load_state_dict(checkpoint["state_dict"])
     except RuntimeError as error:
         raise ValueError(f"{path}: its weights do not fit: {first_line(error)}") from None
+    if checkpoint.get("normalize_features"):
+        model = NormalizedInput(model)
     return model.to(device).eval()
 
 

@@ -153,3 +153,25 @@ def test_cl2gnn_node_runs_auto_by_default(small_candidates, tmp_path, capsys):
     args = ["node", "--method", "grace", "--seeds", "1", "--epochs", "2", "--no-progress"]
     assert main([*args, "--json", str(named)]) == 0
     assert "chosen" not in json.loads(named.read_text())
+
+
+def test_each_candidate_says_its_time_and_score_as_it_finishes(small_candidates, capsys):
+    choose_method(graph_with_splits(), (0,), progress=True)
+    said = capsys.readouterr()
+    lines = [x for x in (said.out + said.err).splitlines() if x.startswith("auto: ")]
+    assert [x.split(":")[1].strip() for x in lines] == [c[0] for c in small_candidates]
+    assert all(" on validation at epoch " in x and " s for 1 seeds)" in x for x in lines)
+
+
+def test_a_later_seed_stops_at_the_chosen_epoch_with_the_full_runs_model_there():
+    """The seeds after the scoring ones train to the chosen checkpoint and no further: the
+    same model as the whole run taken at that epoch (its schedules are the whole run's)."""
+    data = graph_with_splits()
+    config = NodeConfig(**{**SMALL, "epochs": 8}, lr_cosine=True, learning_rate=0.01)
+    whole = train_run(data, "grace", config, seed=2, snapshot_at=(3,)).at_epoch(3)
+    stopped = train_run(data, "grace", config, seed=2, stop_after=3)
+    assert torch.equal(stopped.embeddings, whole.embeddings)
+    assert stopped.losses == whole.losses and len(stopped.losses) == 3
+    assert stopped.epoch == whole.epoch == 3
+    state = {k: v for k, v in whole.encoder.state_dict().items()}
+    assert all(torch.equal(v, state[k]) for k, v in stopped.encoder.state_dict().items())

@@ -313,9 +313,12 @@ def test_cli_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch, capsys
     assert (tmp_path / "cut" / ".cl2gnn.checkpoints" / "seed_1" / "checkpoint.pt").is_file()
     trained = []
     monkeypatch.setattr(FullBatchTrainer, "epoch", lambda self: trained.append(1) or step(self))
+    capsys.readouterr()
     got = resumed(tmp_path / "cut")
     monkeypatch.undo()
     assert len(trained) == 1  # seed 0 was done; seed 1 goes on from its third epoch
+    assert got["resumed_from"] == {"0": 4, "1": 3}  # said in the JSON and in the output
+    assert "resumed: seed 0 from epoch 4, seed 1 from epoch 3" in capsys.readouterr().out
     assert not (tmp_path / "cut" / ".cl2gnn.checkpoints").exists()  # finished: gone
     assert got["scores"] == expected["scores"] and got["final_loss"] == expected["final_loss"]
     for seed in (0, 1):

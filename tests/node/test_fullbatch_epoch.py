@@ -28,7 +28,7 @@ from cl2gnn.node import (
     NodeConfig,
 )
 from cl2gnn.node.encoders.propagation import PropagationStructure, ValuedGraph, ViewGraphs
-from cl2gnn.node.methods import check_options, contrastive
+from cl2gnn.node.methods import contrastive, option_value
 from cl2gnn.node.training.fullbatch import FullBatchTrainer
 from cl2gnn.node.views import view_masks
 
@@ -316,7 +316,7 @@ def test_matmul_dtype_is_refused_where_it_cannot_apply():
     with pytest.raises(ValueError, match="CPU tiles' products; on cuda"):
         FullBatchTrainer(small_graph(), "grace", config, device="cuda")
     with pytest.raises(ValueError, match=r"NodeConfig\.matmul_dtype must be one of 'bfloat16'"):
-        check_options({"matmul_dtype": "float16"})
+        option_value("matmul_dtype", "float16")
 
 
 def test_the_commands_matmul_dtype_names_are_the_tiles():

@@ -80,8 +80,10 @@ def test_split_sizes(digits):
 
 @pytest.mark.skipif(not HAS_CORA, reason="needs CL2GNN_DATA with planetoid/Cora")
 def test_cora_public_split_and_short_run():
+    shared = Path(DATA) / "planetoid" / "Cora"
+    before = {p: p.stat().st_mtime_ns for p in shared.rglob("*")}
     data = load_node_dataset("Cora")
-    assert not (Path(DATA) / "planetoid" / "Cora" / "processed").exists()  # never written
+    assert {p: p.stat().st_mtime_ns for p in shared.rglob("*")} == before  # never written
     train, val, test = make_split("public", data, 0)
     assert (len(train), len(val), len(test)) == (140, 500, 1000)
     config = default_config("Cora").with_overrides(epochs=40)

@@ -1,7 +1,7 @@
 """An encoder of one's own, as the library takes it: any ``torch.nn.Module`` called as
 ``encoder(x, edge_index[, edge_weight=])`` returning ``[N, d]``: its checks, the width it
-outputs, what a run applies to the graph before it reads it, and whether it embeds a large
-graph by its own ``inference``."""
+outputs, whether it uses edge weights (by what it does, not by its signature), and what a
+run applies to the graph before it reads it (saved with it: :class:`NormalizedInput`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import inspect
 
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform, NormalizeFeatures
 
 from ..config import NodeConfig
@@ -22,6 +23,41 @@ def takes_edge_weight(encoder: torch.nn.Module) -> bool:
     except (TypeError, ValueError):
         return False
     return any(p.name == "edge_weight" or p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+# the two weights of the probe's edges: an encoder whose output does not move between them
+# does not read its edge_weight argument
+PROBE_WEIGHTS = (1.0, 0.25)
+
+
+@torch.no_grad()
+def uses_edge_weight(encoder: torch.nn.Module, num_features: int, dtype: torch.dtype) -> bool:
+    """Whether ``encoder``'s output depends on ``edge_weight=``, by what it does: on a graph
+    of two nodes linked both ways (random features from a generator of its own, in eval
+    mode, torch's generators untouched), the outputs for the edges' weights of
+    :data:`PROBE_WEIGHTS` differ. A forward that lists ``edge_weight`` and ignores it (PyG's
+    ``GraphSAGE`` and ``GAT``) does not; one without the argument does not either."""
+    if not takes_edge_weight(encoder):
+        return False
+    device = next(iter(encoder.parameters()), torch.empty(0)).device
+    generator = torch.Generator().manual_seed(0)
+    x = torch.rand(2, num_features, generator=generator, dtype=dtype).to(device)
+    edges = torch.tensor([[0, 1], [1, 0]], device=device)
+    was_training = encoder.training
+    encoder.eval()
+    try:
+        outputs = [
+            encoder(x, edges, edge_weight=torch.full((2,), w, dtype=dtype, device=device))
+            for w in PROBE_WEIGHTS
+        ]
+    except Exception as error:  # any failure: the encoder cannot be probed
+        raise ValueError(
+            f"encoder: could not be run on a graph of two nodes with edge_weight= to see "
+            f"whether it uses the weights ({type(error).__name__}: {error})"
+        ) from None
+    finally:
+        encoder.train(was_training)
+    return not torch.equal(*outputs)
 
 
 def check_encoder(encoder: object) -> None:
@@ -71,9 +107,28 @@ def feature_transform(config: NodeConfig, encoder: torch.nn.Module) -> BaseTrans
     return NormalizeFeatures() if config.normalize_features and not normalises else None
 
 
-def has_inference(encoder: torch.nn.Module) -> bool:
-    """Whether ``encoder`` embeds a large graph by its own ``inference(loader, device)``
-    (PyG's ``BasicGNN``: layer by layer over full one-hop neighborhoods, where its read-out
-    is the last layer's)."""
-    reads_last = getattr(encoder, "jk_mode", None) in (None, "last")  # PyG's jk="cat": none
-    return callable(getattr(encoder, "inference", None)) and reads_last
+class NormalizedInput(torch.nn.Module):
+    r"""``module`` on row-normalised features: PyG's ``NormalizeFeatures`` applied to ``x``
+    (shifted to a minimum of 0, each row divided by its sum), then
+    ``module(x, edge_index[, edge_weight=])``. What :func:`~cl2gnn.node.load_encoder` hands
+    back for a run that normalised the features before an encoder of one's own, so that the
+    loaded model, called on the raw features, gives the run's embeddings.
+
+    Args:
+        module (torch.nn.Module): the encoder, called as PyG's models are.
+
+    Shapes:
+        - **input:** node features :math:`(N, F)`, edge indices :math:`(2, E)`, edge
+          weights :math:`(E)` *(optional)*
+        - **output:** :math:`(N, d)`
+    """
+
+    def __init__(self, module: torch.nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        x = NormalizeFeatures()(Data(x=x)).x
+        if edge_weight is None:
+            return self.module(x, edge_index)
+        return self.module(x, edge_index, edge_weight=edge_weight)

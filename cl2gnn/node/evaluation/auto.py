@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch.distributed as dist
 from torch_geometric.data import Data
+from tqdm.auto import tqdm
 
 from ...distributed import rank_and_world
 from ...distributed.launch import release, waiting_group
@@ -31,7 +32,7 @@ from ..config import NodeConfig, config_from_dict
 from ..presets import candidates
 from ..result import TrainResult
 from ..training.fit import train_run
-from ..training.plan import check_run
+from ..training.plan import check_run, for_own_encoder
 from .probes import default_protocol, make_split, metric_for, num_splits, probe_scores
 
 SCORING_SEEDS = 2  # the seeds (splits) whose validation nodes choose, from the run's first
@@ -178,6 +179,7 @@ def choose_method(
     data: Data,
     seeds: Sequence[int] = (0, 1),
     *,
+    graph: str | None = None,
     protocol: str | None = None,
     changes: dict | Callable[[NodeConfig], NodeConfig] | None = None,
     device: str = "cpu",
@@ -186,7 +188,8 @@ def choose_method(
     listed: Sequence[tuple[str, str | Callable, NodeConfig]] | None = None,
     **train_options,
 ) -> Choice:
-    """Train each candidate of :func:`~cl2gnn.node.presets.candidates` (or ``listed``:
+    """Train each candidate of :func:`~cl2gnn.node.presets.candidates` for the graph named
+    ``graph`` (``None``: a graph without a published configuration; or ``listed``:
     ``(label, method, configuration)``) on ``data`` for ``seeds`` (the validation splits:
     split ``s`` for seed ``s`` under the ``splits`` protocol, else the GRACE protocol's
     random split, scored by cross-validation on its training nodes), probe each run at
@@ -197,10 +200,13 @@ def choose_method(
     ``changes``: :class:`~cl2gnn.node.NodeConfig` fields set on every candidate (a
     mini-batch size, an epoch count), or a function of a candidate's configuration.
     ``budget`` (seconds): candidates are not started once that much time has gone (the first
-    always runs). ``train_options``: the trainers' (``encoder``, ``augment``). Reads no test
-    label. The probes' cost is bounded: at most five per run (:data:`CHECKPOINT_FRACTIONS`);
-    one run's snapshots are held at a time, each candidate's runs then kept at its best
-    checkpoint only."""
+    always runs). ``train_options``: the trainers' (``encoder``, ``augment``): with an
+    encoder of one's own each candidate's configuration is for it
+    (:func:`~cl2gnn.node.training.plan.for_own_encoder`), and each run trains a copy of it.
+    ``progress``: each run's progress bar, and a line per candidate with its time and
+    score. Reads no test label. The probes' cost is bounded: at most five per run
+    (:data:`CHECKPOINT_FRACTIONS`); one run's snapshots are held at a time, each
+    candidate's runs then kept at its best checkpoint only."""
     protocol = protocol or default_protocol(data)
     if protocol == "splits" and max(seeds) >= num_splits(data):
         raise ValueError(f"seeds: the graph ships {num_splits(data)} splits")
@@ -220,8 +226,11 @@ def choose_method(
 
     scores, checkpoints, seconds, skipped, runs = {}, {}, {}, {}, {}
     start, configs = time.perf_counter(), {}
-    for label, method, base in candidates(data) if listed is None else listed:
+    own_encoder = train_options.get("encoder") is not None
+    for label, method, base in candidates(graph) if listed is None else listed:
         config = changes(base)
+        if own_encoder and listed is None:
+            config = for_own_encoder(config)
         if config.batch_size is not None:  # a mini-batch's negatives are its seeds
             config = replace(config, num_keys=None)
         if world > 1:  # a candidate the plan refuses across ranks is skipped, with its reason
@@ -268,6 +277,11 @@ def choose_method(
         if rank == 0:
             checkpoints[label] = {epoch: float(np.mean(v)) for epoch, v in values.items()}
         best = _from_rank_zero(best_checkpoint(checkpoints[label]) if rank == 0 else None, world)
+        if progress and rank == 0:
+            tqdm.write(
+                f"auto: {label}: {checkpoints[label][best]:.2f} on validation at epoch {best} "
+                f"of {config.epochs} ({seconds[label]:.0f} s for {len(seeds)} seeds)"
+            )
         for seed in seeds:  # the other checkpoints' embeddings are done with
             runs[label, seed] = runs[label, seed].at_epoch(best)
         scores[label] = checkpoints[label][best] if rank == 0 else None

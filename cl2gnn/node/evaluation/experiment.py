@@ -171,8 +171,9 @@ def run_experiment(
     wait_timeout(probe_timeout)  # a bad value fails before any work
     data = load_node_dataset(dataset, root)
     method = method or AUTO
-    if method != AUTO:
-        configuration = configure(default_config(data, method), config, out_channels, **fields)
+    if method != AUTO:  # the graph was named: its published configuration, where it has one
+        base = default_config(data, method, graph=data.name)
+        configuration = configure(base, config, out_channels, **fields)
     protocols = tuple(protocols or (default_protocol(data),))
     if seeds is None:
         seeds = num_splits(data) if "splits" in protocols else 10
@@ -202,6 +203,7 @@ def run_experiment(
         choice = choose_method(
             data,
             scoring_seeds(data, first_seed, protocols[0]),
+            graph=data.name,
             protocol=protocols[0],
             # a named method's configuration is configured already
             changes=(lambda base: configure(base, config, out_channels, **fields))
@@ -209,18 +211,19 @@ def run_experiment(
             else None,
             device=device,
             budget=auto_budget,
+            progress=progress,
             listed=None if auto else [(method, method, configuration)],
         )
         method, configuration = choice.method, choice.config
     rows = (method, *BASELINES) if baselines else (method,)
     scores = {(p, row): [] for p in protocols for row in rows}
-    epoch_ms, final_losses, epochs_run = [], [], []
+    epoch_ms, final_losses, epochs_run, resumed_from = [], [], [], {}
     group = waiting_group(probe_timeout)  # None without a process group of several ranks
     try:
         for seed in tqdm(seed_range, desc=f"{data.name} {method}", disable=not progress):
             if choice is not None and seed in choice.results:  # trained while choosing
                 result = choice.results[seed]
-            elif choice is not None:  # the same checkpoint of the same run
+            elif choice is not None:  # the same checkpoint of the same run, stopped there
                 result = train_run(
                     data,
                     method,
@@ -228,8 +231,8 @@ def run_experiment(
                     seed=seed,
                     device=device,
                     progress=False,
-                    snapshot_at=(choice.epoch,),
-                ).at_epoch(choice.epoch)
+                    stop_after=choice.epoch,
+                )
             else:
                 periodic = checkpoint_folder(run_folder, seed) if checkpoint_every else None
                 result = train_node_model(
@@ -246,6 +249,8 @@ def run_experiment(
             epoch_ms.append(result.epoch_ms)
             final_losses.append(result.losses[-1] if result.losses else float("nan"))
             epochs_run.append(len(result.losses))  # fewer than configured where patience stopped
+            if result.resumed_from is not None:
+                resumed_from[seed] = result.resumed_from
             embeddings = {method: result.embeddings}
             if baselines:
                 untrained = configuration.with_overrides(epochs=0)
@@ -284,7 +289,11 @@ def run_experiment(
             "peak_rss_mb": peak_rss_mb(),
             "device": device_name,
             "config": configuration.as_dict(),
+            # what the configuration started from (default_config's, or auto's candidate)
+            "preset": configuration.preset if not auto else f"auto's candidate {choice.label!r}",
         }
+        if resume:  # each seed's epoch it continued from (0: trained from its start)
+            result["resumed_from"] = {str(seed): resumed_from.get(seed, 0) for seed in seed_range}
         if baselines:
             result["baselines"] = {
                 row: _summary(scores[protocol, row], metric) for row in BASELINES

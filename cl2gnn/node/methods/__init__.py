@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from ..config import NodeConfig
+from ..config import NodeConfig, check_option_names
 from .base import REGISTRY, EncoderInput, NodeMethod, ViewBatch, register_method
 from .options import MethodOptions, option
 
@@ -44,27 +44,34 @@ def method_type(
     return CallableObjective if callable(method) else method_class(method)
 
 
-def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A configuration's ``options`` as the methods hold them, each checked by every
-    registered method that has it (:func:`~cl2gnn.node.training.plan.check_run` calls this
-    before a run, the command on its options and configuration files):
-    ``ValueError`` naming an option no method has (a typo is refused, not ignored) or a
-    value a method's check refuses, as ``NodeConfig.name``."""
-    declared: dict[str, list] = {}
-    for cls in (*REGISTRY.values(), CallableObjective):
-        for f in fields(cls.Options):
-            declared.setdefault(f.name, []).append(f.metadata["check"])
-    checked = {}
-    for name, value in options.items():
-        if name not in declared:
-            raise ValueError(
-                f"NodeConfig has no field {name!r} and no method has an option of that name "
-                f"(the methods' options: {', '.join(sorted(declared))})"
-            )
-        for check in declared[name]:
-            value = check(value, f"NodeConfig.{name}")
-        checked[name] = value
-    return checked
+def option_names() -> tuple[str, ...]:
+    """Every registered method's option names (and a callable objective's), once each: what
+    a configuration's ``options`` may name (:func:`~cl2gnn.node.config.check_option_names`).
+    Their values are checked by the method that trains alone (its ``Options``)."""
+    names = {f.name for cls in (*REGISTRY.values(), CallableObjective) for f in fields(cls.Options)}
+    return tuple(sorted(names))
+
+
+def option_value(name: str, value: Any) -> Any:
+    """``value`` of option ``name`` as a method that has the option holds it; ``ValueError``
+    (the first method's message) where every method that has it refuses it, or none has it.
+    An early check where the method is not known yet (the command's arguments, a
+    configuration file): the method that trains checks the value again with its own."""
+    checks = [
+        f.metadata["check"]
+        for cls in (*REGISTRY.values(), CallableObjective)
+        for f in fields(cls.Options)
+        if f.name == name
+    ]
+    if not checks:
+        check_option_names([name])
+    errors = []
+    for check in checks:
+        try:
+            return check(value, f"NodeConfig.{name}")
+        except ValueError as error:
+            errors.append(error)
+    raise errors[0]
 
 
 def check_method_takes(cls: type[NodeMethod], options: Mapping[str, Any]) -> None:
@@ -123,10 +130,11 @@ __all__ = [
     "NodeMethod",
     "ViewBatch",
     "check_method_takes",
-    "check_options",
     "make_method",
     "method_class",
     "method_type",
     "option",
+    "option_names",
+    "option_value",
     "register_method",
 ]

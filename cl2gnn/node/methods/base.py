@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 
 from ..._registry import NODE_METHODS as REGISTRY
 from ..config import NodeConfig
@@ -87,7 +88,13 @@ class NodeMethod(torch.nn.Module):
     * ``min_batch_size``: the fewest seed nodes it can train on in one process's share of a
       mini-batch (``1``; contrastive methods need a negative, the kNN method ``k + 1``
       seeds): the batching merges a last batch too small for it into the one before, and a
-      ``batch_size`` too small for it is refused.
+      ``batch_size`` too small for it is refused;
+    * ``weighted_views``: what weighted graph its views are where they are (MVGRL's
+      diffusion), so that an encoder of one's own must read ``edge_weight``.
+
+    Its own compatibility rules beyond these (an option against the encoder, say) are
+    :meth:`check_compatible`, which the run's plan calls before anything is built
+    (:func:`~cl2gnn.node.training.plan.check_run`).
 
     Args:
         config (NodeConfig): the run's configuration (the method reads its own fields).
@@ -108,6 +115,7 @@ class NodeMethod(torch.nn.Module):
     reads_graph: ClassVar[bool] = False
     Options: ClassVar[type[MethodOptions]] = MethodOptions
     min_batch_size: ClassVar[int] = 1
+    weighted_views: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -123,6 +131,18 @@ class NodeMethod(torch.nn.Module):
         self.options = self.Options.of(config.options, self.name)
         self.dim, self.num_nodes = dim, num_nodes
         self.distributed = distributed
+
+    @classmethod
+    def check_compatible(
+        cls,
+        options: MethodOptions,
+        config: NodeConfig,
+        data: Data,
+        encoder: torch.nn.Module | None,
+    ) -> None:
+        """``ValueError`` where the method cannot train with ``options`` on ``data`` with
+        ``encoder`` (``None``: the built-in encoder ``config`` describes) for a reason of its
+        own; called by the run's plan, before anything is built. None by default."""
 
     @staticmethod
     def encode(encoder: torch.nn.Module, batch: ViewBatch) -> list[Tensor]:

@@ -15,13 +15,15 @@ from ...losses import LocalGlobalLoss
 from ..config import NodeConfig
 from ..encoders.features import SparseFeatures, dense_features, permute_rows, prepare_features
 from ..encoders.graph_encoder import GraphEncoder
-from ..encoders.own import takes_edge_weight
 from ..encoders.propagation import propagate
 from ..views import Diffusion, View
 from .base import EncoderInput, NodeMethod, ViewBatch, register_method
 from .options import MethodOptions, option
 
 ALPHA = 0.2  # the authors' teleport probability
+# the most memory an encoder of one's own may need for the messages of the exact diffusion's
+# N² edges (one message of the input features per edge): past it, set diffusion_k
+MAX_DENSE_MESSAGE_BYTES = 2**30
 
 
 class MVGRLEncoder(torch.nn.Module):
@@ -127,24 +129,37 @@ class MVGRL(NodeMethod):
 
     Options = MVGRLOptions
     minibatch = False
+    weighted_views = "a weighted graph (its diffusion view)"
+
+    @classmethod
+    def check_compatible(cls, options, config, data, encoder) -> None:
+        """The exact diffusion: for the built-in encoder a dense matrix, which its GAT does
+        not take; for an encoder of one's own ``N²`` weighted edges, refused where their
+        messages of the input features would pass :data:`MAX_DENSE_MESSAGE_BYTES`."""
+        if options.diffusion_k is not None:
+            return
+        if encoder is None and config.encoder == "gat":
+            raise ValueError(
+                "encoder: MVGRL's exact diffusion is a weighted matrix, which the GAT encoder "
+                "does not take: use encoder gcn or sage, or set diffusion_k"
+            )
+        n = data.num_nodes
+        cost = n * n * data.num_features * data.x.element_size()
+        if encoder is not None and cost > MAX_DENSE_MESSAGE_BYTES:
+            raise ValueError(
+                f"diffusion_k: MVGRL's exact diffusion of {n} nodes is {n * n:,} weighted edges "
+                f"for an encoder of your own, about {cost / 2**30:.1f} GiB of messages of "
+                f"{data.num_features} features: set diffusion_k (e.g. 128) to keep the largest "
+                "in-weights of each node"
+            )
 
     def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
         super().__init__(config, encoder=encoder, **context)
-        if not isinstance(encoder, GraphEncoder) and not takes_edge_weight(encoder):
-            raise ValueError(
-                "encoder: MVGRL's diffusion view is weighted: the encoder's forward must take "
-                "edge_weight="
-            )
         self.diffusion = Diffusion(ALPHA, k=self.options.diffusion_k)
         self.diffusion_encoder = copy.deepcopy(encoder)
         reset(self.diffusion_encoder)
         # the built-in encoder on the exact diffusion propagates on the matrix S itself
         self.matrix_view = exact_builtin(self.diffusion, encoder)
-        if self.matrix_view and encoder.kind == "gat":
-            raise ValueError(
-                "encoder: MVGRL's exact diffusion is a weighted matrix, which the GAT encoder "
-                "does not take: use encoder gcn or sage, or set diffusion_k"
-            )
         self.loss = LocalGlobalLoss(self.dim)
         size = self.options.window_size
         self.windowed = self.matrix_view and size is not None and size < self.num_nodes

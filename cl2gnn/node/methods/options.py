@@ -37,10 +37,10 @@ class MethodOptions:
         """The options of method ``method`` from a configuration's ``options``: those it has
         (the others at their defaults; options of other methods are theirs, so that one
         configuration serves several methods), ``ValueError`` naming a value its check
-        refuses, as ``method.name``. A name no method has is refused by
-        :func:`~cl2gnn.node.methods.check_option_names`."""
+        refuses, naming the method and ``NodeConfig.name``. A name no method has is refused by
+        :func:`~cl2gnn.node.config.check_option_names`."""
         own = {name: value for name, value in options.items() if name in cls.names()}
         try:
             return cls(**own)
         except ValueError as error:
-            raise ValueError(f"{method}.{error}") from None
+            raise ValueError(f"method {method!r}: NodeConfig.{error}") from None

@@ -18,7 +18,6 @@ from torch_geometric.data import Data
 
 from ..._files import atomic_path
 from ..config import NodeConfig, config_from_dict
-from ..methods import check_options
 
 if TYPE_CHECKING:
     from .trainer import Trainer
@@ -147,7 +146,6 @@ def check_identity(state: dict, identity: dict, config: NodeConfig) -> None:
     saved = config_from_dict(state["config"]) if isinstance(state.get("config"), dict) else None
     if saved is None:
         raise ValueError("config: missing")
-    check_options(saved.options)
     before, now = saved.as_dict(), config.as_dict()
 
     def shown(values: dict, name: str) -> str:
@@ -156,7 +154,7 @@ def check_identity(state: dict, identity: dict, config: NodeConfig) -> None:
     changed = [
         f"{name}={shown(before, name)} (this run: {shown(now, name)})"
         for name in dict.fromkeys([*before, *now])
-        if name != "epochs" and before.get(name) != now.get(name)
+        if name not in ("epochs", "preset") and before.get(name) != now.get(name)
     ]
     if changed:
         raise ValueError(

@@ -35,6 +35,7 @@ def fit(
     resume: str | Path | None = None,
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
+    stop_after: int | None = None,
 ) -> TrainResult:
     """Train ``trainer`` for ``config.epochs`` epochs (with ``config.patience``, until the
     loss has not fallen for that many, then back to the lowest-loss weights:
@@ -54,12 +55,20 @@ def fit(
     ``resume``: continue the run saved there (a ``seed_<k>`` folder, or its
     ``checkpoint.pt``: :func:`~cl2gnn.node.training.checkpoint.resume_run`) from its epoch, with its
     losses. ``checkpoint_every > 0`` writes the run's state to ``checkpoint`` (a folder) as
-    ``checkpoint.pt`` after every that many epochs, so that an interrupted run resumes."""
+    ``checkpoint.pt`` after every that many epochs, so that an interrupted run resumes.
+
+    ``stop_after``: stop after that many epochs of the run of ``config.epochs`` (its
+    schedules unchanged), and hand back its model there (``result.epoch``): what the full
+    run's :meth:`~cl2gnn.node.result.TrainResult.at_epoch` gives, without the epochs after
+    it."""
     config = trainer.config
     integer(0)(snapshot_every, "snapshot_every")
     integer(0)(checkpoint_every, "checkpoint_every")
     for epoch in snapshot_at:
         integer(0, config.epochs)(epoch, "snapshot_at")
+    end = (
+        config.epochs if stop_after is None else integer(0, config.epochs)(stop_after, "stop_after")
+    )
     if checkpoint_every and checkpoint is None:
         raise ValueError("checkpoint_every needs checkpoint, the folder to write it to")
     single = rank_and_world()[1] == 1  # under a process group each rank's draws are its own
@@ -84,11 +93,11 @@ def fit(
     if start == 0 and 0 in snapshot_at:
         keep(0)
     bar = tqdm(
-        range(start, config.epochs),
+        range(start, end),
         desc=description or trainer.label,
         disable=not progress,
         initial=start,
-        total=config.epochs,
+        total=end,
     )
     first = later = 0.0  # seconds of training: the first epoch run here, the others
     mark = time.perf_counter()  # the last read-back (or snapshot): what is timed starts here
@@ -100,7 +109,7 @@ def fit(
             epoch + 1 in snapshot_at
         )
         saving = checkpoint_every and (epoch + 1) % checkpoint_every == 0
-        last = epoch + 1 == config.epochs
+        last = epoch + 1 == end
         waited = time.perf_counter() - mark >= LOG_SECONDS
         if epoch == start or last or snapshot or saving or waited or lowest is not None:
             losses += read_back(pending, len(losses))
@@ -123,8 +132,8 @@ def fit(
     # the first epoch's one-off costs left out, unless it is the only one (none: untrained)
     run = len(losses) - start
     epoch_ms = 1000.0 * (later / (run - 1) if run > 1 else first)
-    kept = lowest is None and config.epochs in snapshots  # else the restored weights'
-    final = snapshots[config.epochs] if kept else trainer.embed()
+    kept = lowest is None and end in snapshots  # else the restored weights'
+    final = snapshots[end] if kept else trainer.embed()
     encoder = trainer.method.embedding_model(trainer.encoder).eval()
     return TrainResult(
         final,
@@ -137,6 +146,8 @@ def fit(
         config=config,
         checkpoint=state,
         transform=trainer.transform,
+        epoch=None if end == config.epochs else end,
+        resumed_from=None if resume is None else start,
     )
 
 
@@ -198,13 +209,14 @@ def train_run(
     resume: str | Path | None = None,
     checkpoint: str | Path | None = None,
     checkpoint_every: int = 0,
+    stop_after: int | None = None,
     **options,
 ) -> TrainResult:
     """A run of :func:`~cl2gnn.node.train_node_model` once its ``config`` is resolved, for a
     registered method or a callable objective (not ``"auto"``): the trainer ``config`` calls
     for, built with ``seed`` and ``options`` (the trainers' ``encoder``, ``augment``,
     ``device``), trained by :func:`fit` (``snapshot_at``, ``resume``, ``checkpoint``,
-    ``checkpoint_every``)."""
+    ``checkpoint_every``, ``stop_after``)."""
     trainer_class = FullBatchTrainer if config.batch_size is None else MinibatchTrainer
     trainer = trainer_class(data, method, config, seed=seed, **options)
     result = fit(
@@ -216,6 +228,7 @@ def train_run(
         resume=resume,
         checkpoint=checkpoint,
         checkpoint_every=checkpoint_every,
+        stop_after=stop_after,
     )
     result.seed = seed
     return result

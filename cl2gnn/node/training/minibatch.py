@@ -34,7 +34,6 @@ import torch.distributed as dist
 from torch import Tensor
 from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
-from torch_geometric.loader import NeighborLoader
 
 from ..._checks import integer
 from ...distributed import rank_and_world
@@ -42,7 +41,7 @@ from ...distributed.launch import stream_seed
 from ...graphs import neighbor_loader
 from ..config import NodeConfig
 from ..encoders.features import is_sparse, prepare_features
-from ..encoders.own import checked_output, has_inference
+from ..encoders.own import checked_output
 from ..encoders.propagation import ValuedGraph, ViewGraphs, first_rows
 from ..methods import ViewBatch
 from ..methods.contrastive import ContrastiveMethod
@@ -86,9 +85,7 @@ class MinibatchTrainer(Trainer):
     :meth:`step` trains on one sampled batch, :meth:`epoch` one pass over the seeds (or its
     first ``max_steps`` steps); :meth:`embed` gives the embeddings of every node: the
     built-in encoder's by layer-wise inference (equal to its full-graph forward), any other
-    encoder's by its own ``inference(loader, device)`` where it has one (PyG's
-    ``BasicGNN``'s, over full one-hop neighborhoods), else by one full-graph forward. The
-    sampler takes one hop per layer of the encoder
+    encoder's by one full-graph forward. The sampler takes one hop per layer of the encoder
     (:func:`~cl2gnn.node.training.plan.sampled_hops`).
     """
 
@@ -141,7 +138,7 @@ class MinibatchTrainer(Trainer):
         graph = Data(x=self.x, edge_index=data.edge_index, num_nodes=n)
         self.loader = neighbor_loader(graph, self.plan.fan_outs, batch_sampler=self.batches)
         self.steps_per_epoch = len(self.batches)
-        if self.builtin or has_inference(self.encoder):
+        if self.builtin:
             self.one_hop = full_neighborhood(self.loader.node_sampler)
         if self.builtin:
             self.degree = self.encoder.degree(data.edge_index, n)
@@ -203,10 +200,12 @@ class MinibatchTrainer(Trainer):
 
     @torch.no_grad()
     def embed(self) -> Tensor:
-        """Every node's embedding: the built-in encoder's by :func:`layerwise_embeddings`
-        (in bounded memory), any other encoder's by its ``inference`` where it has one
-        (:func:`has_inference`; a loader of full one-hop neighborhoods, ``batch_size`` seeds
-        a batch, in node order), else by one forward on the whole graph."""
+        """Every node's embedding as the model computes it on the whole graph: the built-in
+        encoder's by :func:`layerwise_embeddings` (in bounded memory, equal to its
+        full-graph forward), any other encoder's by one forward on the whole graph. A
+        layer-wise inference needs to know the encoder's layers, which an encoder of one's
+        own does not say (PyG's ``BasicGNN.inference`` is not its forward where its layers
+        normalise by the sampled subgraph's degrees, as its GCN does)."""
         encoder = self.encoder
         was_training = encoder.training
         encoder.eval()
@@ -220,14 +219,6 @@ class MinibatchTrainer(Trainer):
                 encoder.readout,
                 self.device,
             )
-        elif has_inference(encoder):
-            loader = NeighborLoader(
-                self.loader.data,
-                num_neighbors=[-1],
-                neighbor_sampler=self.one_hop,
-                batch_size=self.config.batch_size,
-            )
-            out = encoder.inference(loader, self.device)
         else:
             out = encoder(self.x.to(self.device), self.edge_index.to(self.device))
         encoder.train(was_training)

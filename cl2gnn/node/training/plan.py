@@ -14,16 +14,16 @@ fields and their joint rules are :class:`~cl2gnn.node.NodeConfig`'s.)
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch_geometric.data import Data
 
-from ..config import NodeConfig
+from ..config import NodeConfig, check_option_names
 from ..encoders.graph_encoder import ENCODER_ARGUMENTS
-from ..encoders.own import check_encoder, takes_edge_weight
+from ..encoders.own import PROBE_WEIGHTS, check_encoder, uses_edge_weight
 from ..inputs import check_graph
-from ..methods import REGISTRY, NodeMethod, check_method_takes, check_options, method_type
+from ..methods import REGISTRY, NodeMethod, check_method_takes, method_type
 from ..methods.options import MethodOptions
 
 # the fields something else reads too: GraphACL's neighbors include the node itself
@@ -34,6 +34,13 @@ READ_BEYOND_THE_ENCODER = ("self_loops", "normalize_features")
 BUILTIN_ONLY = tuple(
     field for field in ENCODER_ARGUMENTS.values() if field not in READ_BEYOND_THE_ENCODER
 )
+
+
+def for_own_encoder(config: NodeConfig) -> NodeConfig:
+    """``config`` for an encoder of one's own: the built-in encoder's fields
+    (:data:`BUILTIN_ONLY`) at their defaults, as :func:`check_own_encoder` requires."""
+    defaults = NodeConfig()
+    return replace(config, **{field: getattr(defaults, field) for field in BUILTIN_ONLY})
 
 
 @dataclass(frozen=True)
@@ -62,13 +69,14 @@ def check_run(
     if not isinstance(config, NodeConfig):
         raise ValueError(f"config must be a NodeConfig, got {type(config).__name__}")
     cls = method_type(method)
-    check_options(config.options)
+    check_option_names(config.options)
     check_method_takes(cls, config.options)
     options = cls.Options.of(config.options, cls.name)
     check_method_graph(cls, data)
     check_batching(cls, config, data, options, distributed)
     if encoder is not None:
-        check_own_encoder(encoder, config, data)
+        check_own_encoder(cls, encoder, config, data)
+    cls.check_compatible(options, config, data, encoder)
     check_matmul_dtype(config, device, distributed)
     fan_outs = None
     if config.batch_size is not None:
@@ -127,10 +135,14 @@ def check_batching(
         raise ValueError("distributed takes no num_keys: the negatives are every rank's")
 
 
-def check_own_encoder(encoder: torch.nn.Module, config: NodeConfig, data: Data) -> None:
+def check_own_encoder(
+    cls: type[NodeMethod], encoder: torch.nn.Module, config: NodeConfig, data: Data
+) -> None:
     """Beside an encoder of one's own: the built-in encoder's fields (:data:`BUILTIN_ONLY`)
-    at their defaults (they would be ignored), and the graph's weights only where the
-    encoder's forward takes them."""
+    at their defaults (they would be ignored), and weighted edges (the graph's, or a method's
+    weighted views: ``weighted_views``) only for an encoder whose output reads them
+    (:func:`~cl2gnn.node.encoders.own.uses_edge_weight`: by what it does, not its
+    signature)."""
     check_encoder(encoder)
     defaults = NodeConfig()
     changed = [
@@ -144,11 +156,25 @@ def check_own_encoder(encoder: torch.nn.Module, config: NodeConfig, data: Data) 
             "replaces (yours would ignore them): leave them at their defaults, as "
             "default_config(data, method, encoder=encoder) makes them"
         )
-    if data.get("edge_weight") is not None and not takes_edge_weight(encoder):
+    weighted = data.get("edge_weight") is not None
+    if not (weighted or cls.weighted_views):
+        return
+    if uses_edge_weight(encoder, data.num_features, data.x.dtype):
+        return
+    ignores = (
+        "the encoder ignores edge_weight (its output on a graph of two nodes is the same for "
+        f"the weights {PROBE_WEIGHTS[0]:g} and {PROBE_WEIGHTS[1]:g})"
+    )
+    if weighted:
         raise ValueError(
-            "data.edge_weight: the encoder's forward takes no edge_weight argument; "
-            "remove the weights or accept edge_weight="
+            f"data.edge_weight: {ignores}, so the graph would train on unweighted messages: "
+            "remove the weights (data.edge_weight = None) or use an encoder that reads them "
+            "(PyG's GCN does; its GraphSAGE and GAT do not)"
         )
+    raise ValueError(
+        f"encoder: method {cls.name!r} trains on {cls.weighted_views}, and {ignores}: use an "
+        "encoder that reads them (PyG's GCN does; its GraphSAGE and GAT do not)"
+    )
 
 
 def check_matmul_dtype(

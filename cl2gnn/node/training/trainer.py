@@ -70,7 +70,8 @@ class Trainer:
 
     ``encoder``: any ``torch.nn.Module`` called as ``encoder(x, edge_index)`` (with
     ``edge_weight=`` where the graph has weights) returning ``[N, d]`` (checked at every
-    call), given ``data.x`` after :attr:`transform`
+    call), of which the run trains a copy (the module given is left as it is), given
+    ``data.x`` after :attr:`transform`
     (:func:`~cl2gnn.node.encoders.own.feature_transform`); ``None``:
     the built-in :class:`~cl2gnn.node.GraphEncoder` of ``config``. ``augment``: one view
     (``Data -> Data``, a PyG transform) for both, a pair, or ``None`` (the configuration's
@@ -106,6 +107,8 @@ class Trainer:
         seed_everything(seed)
         if self.builtin:
             encoder = GraphEncoder.from_config(data.num_features, config)
+        else:  # the user's module stays as it was given: each run trains a copy of its own
+            encoder = copy.deepcopy(encoder)
         self.transform = feature_transform(config, encoder)
         if self.builtin:
             dim = config.out_channels
