@@ -1,7 +1,8 @@
 """One rule picks the exact form of every ``implementation="auto"``
 (:func:`cl2gnn.nn._dispatch.exact_form`): its answers for CPU and CUDA sizes (asked on the
-CPU), every ``"auto"`` routed through it to the form it names, every form equal to the
-float64 brute force, and the tiles' opt-in bfloat16 products within their rounding bound.
+CPU; any other device gets the CPU's), every ``"auto"`` routed through it to the form it
+names, every form equal to the float64 brute force, and the tiles' opt-in bfloat16 products
+within their rounding bound, taken under oneDNN's bf16 setting (a spy, on any CPU).
 Triton's own equality runs under the interpreter in ``test_tiled_triton.py``."""
 
 import math
@@ -92,6 +93,24 @@ def test_cpu_keeps_dense_below_the_tiles_threshold_and_never_triton(computation,
     one_way = torch.tensor([[0], [1]])
     assert form(threshold, CPU, exclude_index=one_way, computation=computation) == "dense"
     assert form(threshold, "cpu", computation=computation) == "tiled"  # a name will do
+
+
+@pytest.mark.parametrize("device", ["meta", "mps", "xpu"])
+@pytest.mark.parametrize("computation", _dispatch.COMPUTATIONS)
+def test_a_device_other_than_cuda_gets_the_cpus_answer(
+    device, computation, triton_installed, monkeypatch
+):
+    """The CUDA rule (dense while it fits the device's free memory, then Triton) is CUDA's
+    alone: any other device type is answered as the CPU is, and its memory is never asked."""
+    asked = []
+    monkeypatch.setattr(_dispatch, "fits_on_device", lambda *args: asked.append(args) or True)
+    threshold = _dispatch.CPU_TILED_MIN_ROWS[computation]
+    for rows in (threshold - 1, threshold, dense_limit() + 1):
+        cpu = form(rows, CPU, computation=computation)
+        assert form(rows, torch.device(device), computation=computation) == cpu, rows
+        answer = _dispatch.exact_form(rows, 128, device, F32, computation=computation)
+        assert answer == cpu, rows
+    assert asked == []
 
 
 def test_bfloat16_products_ask_for_the_tiles_of_float32_rows():
