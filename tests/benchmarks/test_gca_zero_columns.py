@@ -4,6 +4,7 @@ standard deviations, and cells whose configuration is not the rule their name sa
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -28,6 +29,21 @@ def test_rows_compare_the_rules_on_the_seeds_both_ran(tmp_path):
     # means 82 and 75, each variance 1: pooled std 1, difference +7
     expected = ["Cora", "gcn, last read-out, row-normalised features", 2]
     assert row == [*expected, "82.00 ± 1.00", "75.00 ± 1.00", "+7.00", "+7.00"]
+
+
+def test_the_difference_is_divided_by_the_pooled_std(tmp_path):
+    # variances 4 and 1: pooled std sqrt(2.5), the difference +7 is +4.43 of it; on texas
+    # both rules score alike on every seed: no std to divide by, a dash
+    for seed, (itself, every) in enumerate([(80.0, 74.0), (84.0, 76.0)]):
+        write_cell(tmp_path, "Cora", "itself", seed, itself)
+        write_cell(tmp_path, "Cora", "every_column", seed, every)
+        write_cell(tmp_path, "texas", "itself", seed, 61.0, "texas")
+        write_cell(tmp_path, "texas", "every_column", seed, 60.0, "texas")
+    rows = {row[0]: row for row in gca_zero_columns.rows(gca_zero_columns.read_cells(tmp_path))}
+    cora, texas = rows["Cora"], rows["texas"]
+    assert cora[3:] == ["82.00 ± 2.00", "75.00 ± 1.00", "+7.00", f"{7 / math.sqrt(2.5):+.2f}"]
+    assert cora[-1] == "+4.43"
+    assert texas[3:] == ["61.00 ± 0.00", "60.00 ± 0.00", "+1.00", "—"]
 
 
 def test_a_cell_whose_configuration_is_the_other_rule_is_refused(tmp_path):

@@ -336,13 +336,32 @@ def test_save_onto_an_earlier_run_is_refused_unless_overwrite_which_replaces_it_
     assert contents(run, own) == own
 
 
-def test_an_interrupted_first_run_is_an_earlier_run_too(tmp_path, graph, capsys, monkeypatch):
-    """Seed folders without a result.json (a run killed while it swapped them in) are an
-    earlier run's files: refused without --overwrite."""
+def test_an_overwrite_replaces_a_run_of_seeds_past_nine(tmp_path, graph):
+    """``seed_10`` and ``seed_11`` (``--seed 10``) are the earlier run's folders, not the
+    user's: the overwrite replaces them with its own, and keeps only the user's files."""
     run = tmp_path / "run"
-    (run / "seed_2").mkdir(parents=True)
+    own = users_files(run)
+    seeds = ["--protocol", "gca", "--seeds", "2", "--seed", "10"]  # random splits, any seed
+    earlier = [*graph, *seeds, "--method", "grace", "--save", str(run)]
+    assert node(earlier) == 0
+    assert sorted(p.name for p in run.iterdir()) == sorted(
+        ["result.json", "seed_10", "seed_11", *own]
+    )
+    new = [*graph, "--method", "cca_ssg", "--seeds", "1", "--save", str(run), "--overwrite"]
+    assert node(new) == 0
+    assert sorted(p.name for p in run.iterdir()) == sorted(["result.json", "seed_0", *own])
+    check_whole(run)
+    assert contents(run, own) == own
+
+
+@pytest.mark.parametrize("seed", ["seed_2", "seed_10"])
+def test_an_interrupted_first_run_is_an_earlier_run_too(tmp_path, graph, capsys, monkeypatch, seed):
+    """Seed folders without a result.json (a run killed while it swapped them in) are an
+    earlier run's files, whatever the seed's number of digits: refused without --overwrite."""
+    run = tmp_path / "run"
+    (run / seed).mkdir(parents=True)
     err = node_fails([*graph, "--method", "grace", "--save", str(run)], capsys, monkeypatch)
-    assert "seed_2" in err and "--overwrite" in err
+    assert seed in err and "--overwrite" in err
 
 
 def killed_at(step: int, argv: list[str]) -> bool:

@@ -1,7 +1,8 @@
 """One rule picks the exact form of every ``implementation="auto"``
 (:func:`cl2gnn.nn._dispatch.exact_form`): its answers for CPU and CUDA sizes (asked on the
-CPU), every ``"auto"`` routed through it to the form it names, every form equal to the
-float64 brute force, and the tiles' opt-in bfloat16 products within their rounding bound.
+CPU; any other device gets the CPU's), every ``"auto"`` routed through it to the form it
+names, every form equal to the float64 brute force, and the tiles' opt-in bfloat16 products
+within their rounding bound, taken under oneDNN's bf16 setting (a spy, on any CPU).
 Triton's own equality runs under the interpreter in ``test_tiled_triton.py``."""
 
 import math
@@ -92,6 +93,24 @@ def test_cpu_keeps_dense_below_the_tiles_threshold_and_never_triton(computation,
     one_way = torch.tensor([[0], [1]])
     assert form(threshold, CPU, exclude_index=one_way, computation=computation) == "dense"
     assert form(threshold, "cpu", computation=computation) == "tiled"  # a name will do
+
+
+@pytest.mark.parametrize("device", ["meta", "mps", "xpu"])
+@pytest.mark.parametrize("computation", _dispatch.COMPUTATIONS)
+def test_a_device_other_than_cuda_gets_the_cpus_answer(
+    device, computation, triton_installed, monkeypatch
+):
+    """The CUDA rule (dense while it fits the device's free memory, then Triton) is CUDA's
+    alone: any other device type is answered as the CPU is, and its memory is never asked."""
+    asked = []
+    monkeypatch.setattr(_dispatch, "fits_on_device", lambda *args: asked.append(args) or True)
+    threshold = _dispatch.CPU_TILED_MIN_ROWS[computation]
+    for rows in (threshold - 1, threshold, dense_limit() + 1):
+        cpu = form(rows, CPU, computation=computation)
+        assert form(rows, torch.device(device), computation=computation) == cpu, rows
+        answer = _dispatch.exact_form(rows, 128, device, F32, computation=computation)
+        assert answer == cpu, rows
+    assert asked == []
 
 
 def test_bfloat16_products_ask_for_the_tiles_of_float32_rows():
@@ -328,9 +347,68 @@ def test_bfloat16_products_of_exact_rows_round_the_attention_weights_alone(stop_
     exact = math.exp(2 * eta + (n + 4) * U_F32) - 1  # the bound of float32 products
     c = (1 + exact) * (1 + U_BF16) - 1
     assert bool(((grad - grad_ref).abs() <= c * magnitude).all())
-    if BF16_GEMM:  # float32 products would be within 2 `exact` of these: they were rounded
-        _, grad32 = bf16_lse_and_grad(x, tau, weight, stop_gradient, None)
-        assert float(((grad - grad32).abs() / magnitude).max()) > 2 * exact
+
+
+@pytest.mark.skipif(not BF16_GEMM, reason="this CPU has no oneDNN bf16 GEMM")
+@pytest.mark.parametrize("stop_gradient", [False, True])
+@pytest.mark.parametrize("scale", [1.0, 8.0])
+def test_bfloat16_products_of_exact_rows_differ_from_float32_ones(stop_gradient, scale):
+    # The rows of the test above: float32 products keep the gradient within 2·(the float32
+    # bound) of these; the attention weights rounded to bfloat16 take it beyond. Where the
+    # CPU has no bf16 GEMM the setting is checked by a spy instead (the next test)
+    n, d, tau = 300, 64, 0.5
+    x = (torch.randn(n, d) / 8 * scale).bfloat16().float()
+    weight = torch.rand(n)
+    _, _, magnitude = lse_and_grad_reference(x, tau, weight, stop_gradient)
+    _, grad = bf16_lse_and_grad(x, tau, weight, stop_gradient, "bfloat16")
+    _, grad32 = bf16_lse_and_grad(x, tau, weight, stop_gradient, None)
+    largest = float((x.double().abs() @ x.double().abs().T).max() / tau)
+    exact = math.exp(2 * (d + 2) * U_F32 * largest + (n + 4) * U_F32) - 1
+    assert float(((grad - grad32).abs() / magnitude).max()) > 2 * exact
+
+
+@pytest.fixture
+def product_precisions(monkeypatch) -> list[tuple[str, torch.dtype, str]]:
+    """Every product the tiles take (``torch.mm``, ``Tensor.addmm_``), as (which, its
+    operand's dtype, oneDNN's float32 precision in force when it ran): the setting that makes
+    a float32 GEMM a bf16 one, read on any CPU, with bf16 units or not."""
+    seen = []
+    matmul = torch.backends.mkldnn.matmul
+    mm, addmm_ = torch.mm, torch.Tensor.addmm_
+
+    def spy_mm(a, b, *args, **kwargs):
+        seen.append(("mm", a.dtype, matmul.fp32_precision))
+        return mm(a, b, *args, **kwargs)
+
+    def spy_addmm_(out, a, b, *args, **kwargs):
+        seen.append(("addmm_", a.dtype, matmul.fp32_precision))
+        return addmm_(out, a, b, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "mm", spy_mm)
+    monkeypatch.setattr(torch.Tensor, "addmm_", spy_addmm_)
+    return seen
+
+
+@pytest.mark.parametrize("stop_gradient", [False, True])
+@pytest.mark.parametrize("scale", [1.0, 8.0])  # the bounded and the online (unshifted) tiles
+def test_bfloat16_products_run_under_onednns_bf16_setting_forward_and_backward(
+    product_precisions, stop_gradient, scale
+):
+    before = torch.backends.mkldnn.matmul.fp32_precision
+    assert before != "bf16"
+    x = (scale * F.normalize(torch.randn(200, 16), dim=1)).requires_grad_(True)
+    for matmul_dtype, precision in (("bfloat16", "bf16"), (None, before)):
+        lse = tiled_row_logsumexp(x, 0.5, stop_gradient, tile_size=64, matmul_dtype=matmul_dtype)
+        forward = list(product_precisions)
+        product_precisions.clear()
+        lse.sum().backward()
+        backward = list(product_precisions)
+        product_precisions.clear()
+        assert forward and backward, "the spy saw no product"
+        assert {p for _, dtype, p in forward + backward if dtype == F32} == {precision}
+    # float64 rows keep their products: the option leaves oneDNN's setting alone
+    tiled_row_logsumexp(x.double(), 0.5, tile_size=64, matmul_dtype="bfloat16").sum().backward()
+    assert {p for _, _, p in product_precisions} == {before}
 
 
 def test_bfloat16_products_leave_the_global_setting_as_they_found_it():

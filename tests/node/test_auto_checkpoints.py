@@ -1,8 +1,8 @@
 """The training length as part of auto's choice (issue 57): each candidate is probed at
 checkpoints of one run on validation nodes alone, an earlier checkpoint is taken where later
-epochs score lower, epoch 0 hands back the untrained encoder labelled so, ``select_epoch``
-gives a named method the same rule and is off by default, and one rule picks the scoring
-seeds."""
+epochs score lower, epoch 0 hands back the untrained encoder labelled so, a trained choice
+that ties a baseline does not beat it, ``select_epoch`` gives a named method the same rule
+and is off by default, and one rule picks the scoring seeds."""
 
 import json
 
@@ -28,9 +28,9 @@ from .test_auto import SMALL, graph_with_splits
 CONFIG = NodeConfig(**{**SMALL, "epochs": 8}, learning_rate=0.01)  # checkpoints 0, 1, 2, 4, 8
 
 
-def scripted_validation(monkeypatch, by_epoch: dict[int, float], by_method=None):
+def scripted_validation(monkeypatch, by_epoch: dict[int, float], by_method=None, raw=0.0):
     """Make every run's checkpoint at epoch ``e`` score ``by_epoch[e]`` on validation (or
-    ``by_method[method][e]``; the raw features 0): the embeddings are recognised as the
+    ``by_method[method][e]``; the raw features ``raw``): the embeddings are recognised as the
     snapshots the runs kept."""
     seen = {}
     real_run = node_auto.train_run
@@ -43,7 +43,7 @@ def scripted_validation(monkeypatch, by_epoch: dict[int, float], by_method=None)
 
     def scores(embeddings, y, split, seed, **options):
         assert split[2] is None  # no test node is handed to the probe
-        return {"validation": seen.get(id(embeddings), 0.0)}
+        return {"validation": seen.get(id(embeddings), raw)}
 
     monkeypatch.setattr(node_auto, "train_run", recording_run)
     monkeypatch.setattr(node_auto, "probe_scores", scores)
@@ -128,6 +128,17 @@ def test_epoch_zero_winning_hands_back_the_untrained_encoder(monkeypatch):
         listed = [(first, first, CONFIG), (second, second, CONFIG)]
         tie = choose_method(data, (0,), listed=listed)
         assert (tie.label, tie.epoch, tie.trained) == ("grace", 0, False)
+
+
+def test_a_trained_choice_tied_with_the_raw_features_does_not_beat_the_baselines(monkeypatch):
+    data = graph_with_splits()
+    listed = [("grace", "grace", CONFIG.with_overrides(epochs=2))]  # checkpoints 0, 1, 2
+    for raw, beats in ((69.5, True), (70.0, False)):
+        scripted_validation(monkeypatch, {0: 50.0, 1: 70.0, 2: 60.0}, raw=raw)
+        choice = choose_method(data, (0,), listed=listed)
+        assert (choice.epoch, choice.scores["grace"], choice.scores[RAW]) == (1, 70.0, raw)
+        assert choice.beats_baselines is beats
+    assert "no trained candidate beats the baselines" in choice.table()
 
 
 def test_the_command_says_when_training_did_not_help(monkeypatch, tmp_path, capsys):

@@ -244,6 +244,27 @@ def test_a_checkpoint_of_another_run_is_refused_in_one_line(case, tmp_path):
     assert "\n" not in str(error.value)
 
 
+def test_a_checkpoint_on_the_same_edges_with_other_weights_is_refused(tmp_path):
+    """The graph's digest reads the edge weights: the same edges weighted otherwise, or not
+    weighted, are another graph; the same weights resume."""
+    graph = community_graph()
+    weights = torch.rand(graph.num_edges, generator=torch.Generator().manual_seed(1)) + 0.5
+    config = RUNS["grace"][1].with_overrides(epochs=2)
+
+    def run(edge_weight, **options):
+        weighted = graph.clone()
+        if edge_weight is not None:
+            weighted.edge_weight = edge_weight
+        return train_node_model(weighted, "grace", config, seed=3, progress=False, **options)
+
+    first = run(weights)
+    folder = first.save(tmp_path)
+    assert run(weights, resume=folder).losses == first.losses
+    for other in (weights.flip(0), None):
+        with pytest.raises(ValueError, match="graph: written by a run on another graph"):
+            run(other, resume=folder)
+
+
 def test_a_checkpoint_that_needs_code_to_load_is_refused(tmp_path):
     class Payload:
         def __reduce__(self):

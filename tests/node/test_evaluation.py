@@ -134,6 +134,26 @@ def test_run_experiment_on_splits_with_baselines(tmp_path):
         run_experiment(path, method, seeds=4, epochs=1, progress=False)
 
 
+def test_each_seeds_epochs_run_is_the_number_of_losses_it_trained(tmp_path, monkeypatch):
+    # a learning rate of 1e-9 lowers the loss only by the views' chance: patience 1 stops
+    # each seed within a few of the 30 epochs
+    from cl2gnn.node.evaluation import experiment
+
+    trained, real = [], experiment.train_node_model
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        trained.append(len(result.losses))
+        return result
+
+    monkeypatch.setattr(experiment, "train_node_model", spy)
+    path = write(tmp_path / "g.npz", graph_arrays())
+    fields = {"patience": 1, "learning_rate": 1e-9, "out_channels": 8, "hidden_channels": 8}
+    (result,) = run_experiment(path, "grace", epochs=30, progress=False, **fields)
+    assert len(trained) == 2 and all(0 < epochs < 30 for epochs in trained)
+    assert result["epochs"] == 30 and result["epochs_run"] == trained
+
+
 def test_untrained_encoder_is_the_seeded_initialisation(tmp_path):
     data = load_node_dataset(write(tmp_path / "g.npz", graph_arrays()))
     config = NodeConfig(out_channels=8, options={"proj_hidden": 8})

@@ -184,6 +184,21 @@ def test_filters_alpha_and_beta_train_at_their_own_learning_rate():
     assert lrs == pytest.approx([0.0002, 0.005])
 
 
+def test_the_filters_batch_norm_trains_at_the_configurations_learning_rate():
+    """With ``filter_batch_norm`` the filters hold a ``BatchNorm1d``: its weight and bias
+    are the encoder's kind, at ``learning_rate``, while θ, α and β stay at ``filter_lr``."""
+    data = Data(x=torch.rand(N, F, generator=torch.Generator().manual_seed(0)), edge_index=graph())
+    cfg = config(filter_lr=0.05, filter_batch_norm=True).with_overrides(learning_rate=0.002)
+    trainer = FullBatchTrainer(data, "polygcl", cfg)
+    rates = {id(p): g["lr"] for g in trainer.optimizer.param_groups for p in g["params"]}
+    filters = trainer.method.filters
+    norm = list(filters.norm.parameters())
+    assert isinstance(filters.norm, torch.nn.BatchNorm1d) and len(norm) == 2
+    assert [rates[id(p)] for p in norm] == [0.002, 0.002]
+    own = [filters.low.theta, filters.high.theta, filters.alpha, filters.beta]
+    assert [rates[id(p)] for p in own] == [0.05] * 4
+
+
 def test_training_moves_the_filters_and_embeds_every_node():
     gen = torch.Generator().manual_seed(0)
     data = Data(x=torch.rand(N, F, generator=gen), edge_index=graph())

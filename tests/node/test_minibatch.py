@@ -273,6 +273,48 @@ def test_node_minibatch_streams_differ_for_every_seed_and_rank(monkeypatch):
     )
 
 
+@pytest.mark.parametrize(
+    ("option", "refusal"),
+    [
+        ({"num_keys": 4}, "num_keys"),
+        ({"matmul_dtype": "bfloat16"}, "matmul_dtype='bfloat16'"),
+    ],
+    ids=["num_keys", "matmul_dtype"],
+)
+def test_an_option_refused_across_ranks_is_refused_before_anything_is_built(
+    monkeypatch, option, refusal
+):
+    """Under a process group (rank 0 of 2, as torchrun gives it) the sampled keys and the
+    bfloat16 products are refused by the run's check, before the encoder or the method is
+    built, not by the loss at the first step (which refuses them too, naming the option);
+    in one process the same configuration builds both."""
+    from cl2gnn.node.training import minibatch
+    from cl2gnn.node.training import trainer as trainer_module
+
+    built = []
+    from_config, make_method = GraphEncoder.from_config, trainer_module.make_method
+    monkeypatch.setattr(
+        GraphEncoder, "from_config", lambda *a, **k: built.append("encoder") or from_config(*a, **k)
+    )
+    monkeypatch.setattr(
+        trainer_module,
+        "make_method",
+        lambda *a, **k: built.append("method") or make_method(*a, **k),
+    )
+    monkeypatch.setattr(minibatch, "DistributedDataParallel", lambda model, **_: model)
+    ring = torch.arange(8)
+    data = Data(x=torch.randn(8, 4), edge_index=torch.stack([ring, (ring + 1) % 8]))
+    options = {"proj_hidden": 4, **option}
+    config = NodeConfig(out_channels=4, batch_size=8, num_neighbors=(2, 2), options=options)
+    monkeypatch.setattr(minibatch, "rank_and_world", lambda: (0, 2))
+    with pytest.raises(ValueError, match=refusal):
+        MinibatchTrainer(data, "grace", config).epoch()
+    assert built == []
+    monkeypatch.setattr(minibatch, "rank_and_world", lambda: (0, 1))
+    MinibatchTrainer(data, "grace", config)
+    assert built == ["encoder", "method"]
+
+
 # -- two gloo processes against one ------------------------------------------------------
 
 EXACT = dict(  # SAGE on complete neighborhoods, no edge dropping: a seed's output does not

@@ -28,6 +28,8 @@ from cl2gnn.node.encoders.features import ColumnMasked
 from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 from cl2gnn.node.training.minibatch import layer_rows, trimmed
 
+from ..conftest import random_graph
+
 DATA = os.environ.get("CL2GNN_DATA")
 HAS_CORA = bool(DATA) and (Path(DATA) / "planetoid" / "Cora" / "raw").is_dir()
 
@@ -419,6 +421,30 @@ def test_snapshots_leave_the_run_unchanged(digits):
     assert not torch.equal(sparse.snapshots[4], plain.embeddings)
     with pytest.raises(ValueError, match="snapshot_every"):
         train_node_model(digits, "grace", config, progress=False, snapshot_every=-1)
+
+
+def test_patience_counts_a_tied_loss_as_no_improvement(monkeypatch):
+    """Patience 2 over the losses 3, 2, 2, 2, 1, …: the two ties after the lowest loss are
+    two epochs without a lower one, so the run stops after epoch 4 and hands back the
+    weights the lowest loss was computed on (those epoch 2 started from), not a tie's."""
+    from cl2gnn.node import NodeConfig
+    from cl2gnn.node.training.fullbatch import FullBatchTrainer
+
+    script, real = iter([3.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 1.0]), FullBatchTrainer.epoch
+
+    def scripted(trainer):
+        real(trainer)  # the weights move as in a run; the loss is the script's
+        return torch.tensor(next(script))
+
+    monkeypatch.setattr(FullBatchTrainer, "epoch", scripted)
+    edge_index, _ = random_graph(30, 90, torch.Generator().manual_seed(0), weighted=False)
+    data = Data(x=torch.randn(30, 6), edge_index=edge_index)
+    config = NodeConfig(out_channels=8, hidden_channels=8, epochs=8, patience=2, learning_rate=0.01)
+    config = config.with_overrides(proj_hidden=8)
+    result = train_node_model(data, "grace", config, snapshot_every=1, progress=False)
+    assert result.losses == [3.0, 2.0, 2.0, 2.0]
+    assert torch.equal(result.embeddings, result.snapshots[1])
+    assert not torch.equal(result.embeddings, result.snapshots[2])
 
 
 def test_sampled_keys_repeat_and_reduce_to_the_exact_loss(digits, tmp_path):
