@@ -206,7 +206,7 @@ def widths(graphs: list[str], values: list[int]) -> None:
     for graph in graphs:
         data = load_node_dataset(graph)
         protocol = default_protocol(data)
-        _, method, base = next(c for c in candidates(data) if c[1] == "graphacl")
+        _, method, base = next(c for c in candidates(data.name) if c[1] == "graphacl")
         row = [graph]
         for width in values:
             config = base.with_overrides(out_channels=width, hidden_channels=width)

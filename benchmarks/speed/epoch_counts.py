@@ -51,7 +51,7 @@ def counts(dataset: str, method: str, epochs: int) -> dict:
     from cl2gnn.node.training.fullbatch import FullBatchTrainer
 
     data = load_node_dataset(dataset)
-    config = default_config(data, method).with_overrides(epochs=epochs)
+    config = default_config(data, method, graph=data.name).with_overrides(epochs=epochs)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         trainer = FullBatchTrainer(data, method, config, seed=0)
         embed = trainer.embed

@@ -218,7 +218,7 @@ def main() -> None:
     args = parser.parse_args()
     with cmdline.user_errors(parser.prog):
         data = load_node_dataset(args.dataset)
-        config = default_config(data, "grace")
+        config = default_config(data, "grace", graph=data.name)
         trainer = FullBatchTrainer(data, "grace", config, seed=0)
         phases = phase_times(trainer, args.epochs, args.warmup)
         operators = top_operators(trainer, 5, args.top)

@@ -74,7 +74,7 @@ def cl2gnn_child(epochs: int, device: str, matmul_dtype: str | None) -> dict:
     from cl2gnn.node import default_config, load_node_dataset, train_node_model
 
     data = load_node_dataset("Cora")
-    config = default_config(data, "grace")
+    config = default_config(data, "grace", graph=data.name)
     config = config.with_overrides(epochs=epochs, matmul_dtype=matmul_dtype)
     result = train_node_model(data, "grace", config, seed=SEED, device=device, progress=False)
     return {"epoch_ms": result.epoch_ms, "score": _score(result.embeddings)}
