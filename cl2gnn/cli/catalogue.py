@@ -18,6 +18,14 @@ HETEROPHILOUS = (
     "minesweeper",
 )
 DATASETS = (EMBEDDED, *PYG_DATASETS, *HETEROPHILOUS)
+
+
+def dataset_name(text: str) -> str:
+    """The dataset ``text`` names, as :data:`DATASETS` spells it (case-insensitive, ``_`` for
+    ``-``); ``text`` itself where it names none (a ``.npz`` path)."""
+    return {name.lower(): name for name in DATASETS}.get(text.lower().replace("_", "-"), text)
+
+
 GRAPH_PRESETS = ("arxiv", "products")
 # cl2gnn.graphs: the kNN tiles' precisions
 KNN_TILE_PRECISIONS = ("full", "tf32", "bf16")

@@ -15,7 +15,7 @@ from cl2gnn._torchrun import MODES, launched_by_torchrun
 
 from ..node.config import EMBEDDINGS, ENCODERS
 from . import cmdline, node_arguments, run_folder
-from .catalogue import AUTO, DATASETS, EMBEDDED, MATMUL_DTYPES, PROTOCOLS
+from .catalogue import AUTO, DATASETS, EMBEDDED, MATMUL_DTYPES, PROTOCOLS, dataset_name
 
 # cl2gnn node's options that set a NodeConfig field: option dest -> (field, how the text
 # is read); the field's own check (cl2gnn.node.config) decides what is allowed
@@ -33,9 +33,17 @@ NODE_FIELDS = {
 # the methods' options the command sets, each checked by the methods' own checks
 METHOD_OPTIONS = {"temperature": float, "neighbor_weight": float, "clusters": int, "num_keys": int}
 VIEW_FIELDS = {"drop_edge": "--drop-edge", "drop_feature": "--drop-feature"}
+QUICK_SEEDS = 3  # --quick: a first look, under a minute on the embedded default
 
 
 def _node(args: argparse.Namespace) -> int:
+    if args.quick:  # a first look: the graph's default method, a few seeds, the baselines
+        from ..node.api import default_method
+
+        graph = dataset_name(args.dataset)
+        args.method = default_method(graph) if args.method == AUTO else args.method
+        args.seeds = args.seeds or QUICK_SEEDS
+        args.baselines = True
     fields = {NODE_FIELDS[dest][0]: getattr(args, dest) for dest in NODE_FIELDS}
     fields |= {name: getattr(args, name) for name in (*METHOD_OPTIONS, "matmul_dtype")}
     fields |= {name: getattr(args, name) for name in VIEW_FIELDS}
@@ -167,6 +175,13 @@ def add_node_command(sub) -> None:
         "(its published configuration, if any, and cl2gnn.node.presets.CANDIDATES), chosen "
         "on the first seeds' validation nodes; or a registered method (cl2gnn info lists "
         "them) with its configuration",
+    )
+    node.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a first look (under a minute on the embedded default): the graph's default "
+        f"method instead of auto's candidates, {QUICK_SEEDS} seeds (unless --method, "
+        "--seeds), the baselines beside it; without --quick, the full run",
     )
     node.add_argument(
         "--auto-budget",

@@ -198,6 +198,12 @@ def run_experiment(
     metric = metric_for(data.y)
     rank, _ = rank_and_world()
     progress = progress and rank == 0
+    if progress:  # what the run is, before its first epoch
+        what = "method auto (choosing among candidates)" if method == AUTO else f"method {method}"
+        tqdm.write(
+            f"{data.name}: {data.num_nodes:,} nodes, {data.num_edges:,} edges; {what}, "
+            f"{len(seed_range)} seeds, protocol {', '.join(protocols)}"
+        )
     choice, auto = None, method == AUTO
     if auto or select_epoch:  # chosen on the first protocol's validation nodes
         choice = choose_method(
