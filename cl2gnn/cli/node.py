@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from cl2gnn import _files
@@ -71,6 +72,10 @@ def _node(args: argparse.Namespace) -> int:
 def _run_node(
     args: argparse.Namespace, fields: dict, save: Path | None, folder: Path | None = None
 ) -> int:
+    if not args.no_progress and int(os.environ.get("RANK", "0")) == 0:  # at once, before torch
+        what = "auto (choosing among candidates)" if args.method == AUTO else args.method
+        print(f"cl2gnn node: {args.dataset}, method {what}; loading torch and the graph")
+        sys.stdout.flush()
     from ..node.evaluation.experiment import run_experiment
 
     results = run_experiment(
