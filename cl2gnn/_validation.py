@@ -25,7 +25,7 @@ def set_validation(enabled: bool) -> None:
 
 
 @contextmanager
-def values_unread() -> Iterator[None]:
+def without_value_checks() -> Iterator[None]:
     """The value-reading checks off inside the block (the previous setting back after it):
     for the library's own loops over inputs it made or checked already, where each check
     would wait for the device."""

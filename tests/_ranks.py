@@ -11,8 +11,9 @@ from datetime import timedelta
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from torch_geometric.data import Data
 
-from cl2gnn.node import EncoderInput, ViewBatch, make_method
+from cl2gnn.node import REGISTRY, EncoderInput, ViewBatch
 
 f64 = torch.float64
 SIZES = {2: (1, 6), 3: (4, 1, 2)}  # rows per rank, 7 in all
@@ -65,12 +66,15 @@ def rank_results(rank, world, loss, method, config, dead):
     value = loss(h1, h2)
     grad1, grad2 = torch.autograd.grad(value, [h1, h2])
     encoder = Linear(weight)
-    method = make_method(
-        method, config, dim=WIDTH, num_nodes=7, distributed="gather", encoder=encoder
+    method = REGISTRY[method].from_config(
+        config,
+        Data(x=x1, edge_index=torch.empty(2, 0, dtype=torch.long)),
+        encoder=encoder,
+        distributed="gather",
     )
     graph = torch.empty(2, 0, dtype=torch.long)
     batch = ViewBatch([EncoderInput(x1, graph), EncoderInput(x2, graph)], graph, len(x1))
-    method_value = method(encoder, batch)
+    method_value = method(batch)
     (grad_weight,) = torch.autograd.grad(method_value, [encoder.weight])
     return {
         "value": value.detach(),

@@ -61,12 +61,72 @@ def identity_error(op, x, *args, **kwargs):
     return float((op(x, *args, **kwargs) - (x - op.step * grad)).abs().max())
 
 
+class Passthrough(torch.nn.Module):
+    """An encoder whose output is its input: a test hands a method its encoder outputs."""
+
+    def forward(self, x, edge_index, edge_weight=None):
+        return x
+
+
+class GivenProjections(torch.nn.Module):
+    """A projection head that returns the given projections, one per call, in order: a test
+    hands a method its ``z1, z2`` for the encoder outputs ``h1, h2``."""
+
+    def __init__(self, projections):
+        super().__init__()
+        self.projections, self.calls = projections, 0
+
+    def forward(self, h):
+        z = self.projections[self.calls % len(self.projections)]
+        self.calls += 1
+        return z
+
+
 def node_method(name, num_nodes, width, temperature, graph=None, **config):
-    """Node method ``name`` (its class from the registry) for a graph of ``num_nodes``
-    nodes and projections of width ``width``; ``config`` further NodeConfig fields."""
-    from cl2gnn.node import NodeConfig, make_method
+    """Node method ``name`` (its class from the registry, by its configuration's path) for a
+    graph of ``num_nodes`` nodes (``graph``'s edges) and outputs of width ``width`` of an
+    encoder that passes its input through; ``config`` further NodeConfig fields."""
+    from torch_geometric.data import Data
+
+    from cl2gnn.node import REGISTRY, NodeConfig
 
     settings = NodeConfig(
         out_channels=width, **config, options={"temperature": temperature, "proj_hidden": width}
     )
-    return make_method(name, settings, dim=width, num_nodes=num_nodes, graph=graph)
+    edges = graph if graph is not None else torch.empty(2, 0, dtype=torch.long)
+    data = Data(x=torch.zeros(num_nodes, width), edge_index=edges, num_nodes=num_nodes)
+    return REGISTRY[name].from_config(settings, data, encoder=Passthrough())
+
+
+def objective(method):
+    """``method``'s loss as a function of the projections and the encoder outputs,
+    ``(z1, z2, h1, h2) -> loss``: its forward on the views ``h1, h2`` (an encoder passing
+    them through), its head giving ``z1, z2``."""
+    from cl2gnn.node import EncoderInput, ViewBatch
+
+    def loss(z1, z2, h1, h2):
+        head, method.head = method.head, GivenProjections([z1, z2])
+        try:
+            edges = torch.empty(2, 0, dtype=torch.long, device=z1.device)
+            h1 = z1 if h1 is None else h1
+            h2 = z2 if h2 is None else h2
+            batch = ViewBatch([EncoderInput(h1, edges), EncoderInput(h2, edges)], edges, len(h1))
+            return method(batch)
+        finally:
+            method.head = head
+
+    return loss
+
+
+def method_of(name, config, encoder=None, num_nodes=6, graph=None, num_features=4, **context):
+    """Node method ``name`` as ``config`` describes it (its configuration's path), holding
+    ``encoder`` (``None``: the built-in one of ``config``), for a graph of ``num_nodes``
+    nodes with ``graph``'s edges and ``num_features`` features; ``context``: ``views``,
+    ``distributed``."""
+    from torch_geometric.data import Data
+
+    from cl2gnn.node import REGISTRY
+
+    edges = graph if graph is not None else torch.empty(2, 0, dtype=torch.long)
+    data = Data(x=torch.zeros(num_nodes, num_features), edge_index=edges, num_nodes=num_nodes)
+    return REGISTRY[name].from_config(config, data, encoder=encoder, **context)

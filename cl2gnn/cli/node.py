@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from cl2gnn import _files
-from cl2gnn._torchrun import MODES, launched_by_torchrun
+from cl2gnn._torchrun import MODES
 
 from ..node.config import EMBEDDINGS, ENCODERS
 from . import cmdline, node_arguments, run_folder
@@ -131,24 +131,8 @@ def _check_node(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         parser.error(
             "argument --overwrite: needs --save (the folder whose earlier run it replaces)"
         )
-    for option, value in (("--resume", args.resume), ("--checkpoint-every", args.checkpoint_every)):
-        if value and args.save is None:
-            parser.error(f"{option} needs --save DIR (the run's folder)")
-        if value and args.method == AUTO:
-            parser.error(f"{option}: give --method (auto would choose again)")
-        if value and args.select_epoch:
-            parser.error(f"{option}: not with --select-epoch (it chooses again)")
-        if value and launched_by_torchrun():
-            parser.error(f"{option}: a run of one process only (not under torchrun)")
-    if args.batch_size is None:
-        for option, value in (
-            ("--num-neighbors", args.num_neighbors),
-            ("--distributed", args.distributed),
-        ):
-            if value is not None:
-                parser.error(f"{option} needs --batch-size (mini-batch training)")
-        if launched_by_torchrun():
-            parser.error("under torchrun, cl2gnn node needs --batch-size (mini-batch training)")
+    # what goes with what is the library's (cl2gnn.node.training.plan), refused in one line
+    # before any training; here the command's own options alone
 
 
 def add_node_command(sub) -> None:

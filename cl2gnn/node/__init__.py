@@ -22,12 +22,32 @@ from __future__ import annotations
 
 import importlib
 
+from . import config  # torch-free
+
 # each exported name -> the module that defines it
 EXPORTS = {
     "adam_probe_scores": ".evaluation.probes",
     "AdaptiveDropEdge": ".adaptive_views",
     "AdaptiveMaskFeatures": ".adaptive_views",
     "AUTO": ".api",
+    "Attention": ".methods.attention",
+    "BGRL": ".methods",
+    "CallableObjective": ".methods",
+    "CCASSG": ".methods",
+    "DeepGraphInfomax": ".methods",
+    "GCA": ".methods",
+    "GRACE": ".methods",
+    "GraphACL": ".methods",
+    "GraphBarlowTwins": ".methods",
+    "Homophily": ".methods.neighbors",
+    "KernelInfoNCE": ".methods.kernel",
+    "KNearest": ".methods.knn",
+    "MultiStage": ".methods.multistage",
+    "MVGRL": ".methods",
+    "Neighbors": ".methods.neighbors",
+    "PolyGCL": ".methods",
+    "RandomWalk": ".methods.random_walk",
+    "Spectral": ".methods.spectral",
     "choose_method": ".evaluation.auto",
     "Choice": ".evaluation.auto",
     "default_config": ".api",
@@ -43,7 +63,6 @@ EXPORTS = {
     "GraphEncoder": ".encoders.graph_encoder",
     "load_encoder": ".result",
     "load_node_dataset": "..datasets.nodes",
-    "make_method": ".methods",
     "make_split": ".evaluation.probes",
     "MaskFeatures": ".views",
     "MethodOptions": ".methods",
@@ -63,6 +82,15 @@ EXPORTS = {
     "ViewBatch": ".methods",
 }
 __all__ = sorted(EXPORTS)
+
+
+def _option_names() -> tuple[str, ...]:
+    from .methods import option_names  # the registry, and torch: only when a name is asked
+
+    return option_names()
+
+
+config.option_names = _option_names  # what a configuration's option names are checked by
 
 
 def __getattr__(name: str):

@@ -11,7 +11,6 @@ from torch import Tensor
 from torch_geometric.data import Data
 
 from .config import NodeConfig
-from .encoders.own import check_encoder
 from .evaluation.auto import choose_method, scoring_seeds
 from .methods import method_type
 from .presets import (
@@ -25,7 +24,7 @@ from .presets import (
 )
 from .result import TrainResult
 from .training.fit import train_run
-from .training.plan import for_own_encoder
+from .training.plan import check_schedule, for_own_encoder
 from .views import View
 
 # the method that chooses among candidates on the graph's own validation nodes
@@ -93,7 +92,7 @@ def default_config(
     encoder's fields (:data:`~cl2gnn.node.training.plan.BUILTIN_ONLY`) are left at their
     defaults (:func:`~cl2gnn.node.training.plan.for_own_encoder`), and the recipe's feature
     normalisation is kept, applied to ``data.x`` before the encoder reads it
-    (:func:`~cl2gnn.node.encoders.own.feature_transform`) and saved with it."""
+    (:func:`~cl2gnn.node.encoders.user.feature_transform`) and saved with it."""
     if graph is not None and not isinstance(graph, str):
         raise ValueError(f"graph: the name of a graph's configuration, got {graph!r}")
     dataset = graph if graph is not None else data if isinstance(data, str) else None
@@ -112,7 +111,6 @@ def default_config(
         config, what = preset(name, dataset)
     config = replace(_own_options(config, method), preset=what)
     if encoder is not None:
-        check_encoder(encoder)
         config = replace(for_own_encoder(config), preset=f"{what}, for your own encoder")
     return config
 
@@ -181,20 +179,18 @@ def train_node_model(
     baseline). Full-batch by default; ``config.batch_size`` trains on mini-batches of seed
     nodes and their sampled neighborhoods, in one process or, under ``torchrun``, across
     the process group."""
-    if (method == AUTO or select_epoch) and (resume is not None or checkpoint_every):
-        raise ValueError(
-            "resume and checkpoint_every: method 'auto' chooses again (so does select_epoch); "
-            "train the chosen method with its configuration (result.choice)"
-        )
+    if method != AUTO and config is None:
+        config = default_config(data, method, encoder=encoder)
+    check_schedule(
+        config,
+        auto=method == AUTO,
+        select_epoch=select_epoch,
+        resume=resume is not None,
+        checkpoint_every=checkpoint_every,
+        folder=resume is not None or checkpoint is not None,
+    )
     if method == AUTO:
         return _auto(data, config, encoder, augment, seed, device, progress)
-    if config is None:
-        config = default_config(data, method, encoder=encoder)
-    if select_epoch and config.patience is not None:
-        raise ValueError(
-            f"select_epoch: NodeConfig.patience={config.patience} stops the run on its loss, "
-            "before the checkpoints select_epoch would choose among: use one of them"
-        )
     if select_epoch:
         label = method if isinstance(method, str) else getattr(method, "__name__", "objective")
         choice = choose_method(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import numbers
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from dataclasses import fields as dataclass_fields
 from types import MappingProxyType
@@ -216,16 +216,19 @@ def check_field(name: str, value: object) -> object:
     return FIELDS[name](value, f"NodeConfig.{name}")
 
 
+# the registered methods' option names: a function the package installs
+# (cl2gnn.node.__init__, from the methods' registry, loaded with torch on the first call),
+# so that this module stays torch-free and imports no method
+option_names: Callable[[], tuple[str, ...]] = tuple
+
+
 def check_option_names(names) -> None:
     """``ValueError`` naming the first of ``names`` that is neither a :class:`NodeConfig`
-    field nor an option of a registered method, and the closest name that is (a typo is
-    refused where it is written, not ignored). The methods' option names are read from
-    their registry (which loads torch) only when a name is not a field."""
+    field nor an option of a registered method (:data:`option_names`), and the closest name
+    that is (a typo is refused where it is written, not ignored)."""
     unknown = [name for name in names if name not in FIELDS]
     if not unknown:
         return
-    from .methods import option_names  # the registry: torch, loaded only for option names
-
     known = (*FIELDS, *option_names())
     for name in unknown:
         if name not in known:

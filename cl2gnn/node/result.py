@@ -22,17 +22,15 @@ from .._files import atomic_path, write_text_atomic
 from ..distributed.launch import _first_line as first_line
 from .config import NodeConfig
 from .encoders.graph_encoder import GraphEncoder
-from .encoders.own import NormalizedInput
+from .encoders.user import NormalizedInput
 from .inputs import check_graph
-from .methods import NodeMethod
-from .methods.mvgrl import MVGRLEncoder
-from .methods.polygcl import PolyGCLEncoder, PolyGCLFilters
+from .methods import REGISTRY, NodeMethod
 from .training.checkpoint import load_file, write_checkpoint
-from .views import Diffusion
 
 FORMAT = "cl2gnn-node-encoder"
-# 4: the feature transform an encoder of one's own read (3: MVGRL's two encoders as one
-# module; 2: the arguments under PyG's names)
+# 4: the feature transform an encoder of one's own read, and the method's embedding model
+# as its method rebuilds it (3: MVGRL's two encoders as one module; 2: the arguments under
+# PyG's names)
 VERSION = 4
 
 
@@ -171,33 +169,34 @@ def embed(
 
 def encoder_checkpoint(
     model: torch.nn.Module,
-    method: NodeMethod | None,
+    method: NodeMethod,
     config: NodeConfig | None,
     transform: BaseTransform | None = None,
 ) -> dict:
-    """The embedding module ``model``'s weights as plain values: the built-in encoder with
-    its constructor's arguments, any other module with its class's name (to read, never to
-    import), MVGRL's diffusion's arguments beside its two encoders, PolyGCL's filters'
-    arguments beside its encoder, and whether the run row-normalised the features before the
-    module read them (``transform``, :func:`~cl2gnn.node.encoders.own.feature_transform`),
-    which :func:`load_encoder` applies again."""
+    """The embedding module ``model`` (``method``'s :meth:`~cl2gnn.node.NodeMethod.
+    embedding_model`) as plain values: its weights, the built-in encoder with its
+    constructor's arguments, any other encoder with its class's name (to read, never to
+    import), what the method's embedding model holds besides the encoder
+    (:meth:`~cl2gnn.node.NodeMethod.embedding_spec`, for its method to rebuild), and whether
+    the run row-normalised the features before the module read them (``transform``,
+    :func:`~cl2gnn.node.encoders.user.feature_transform`), which :func:`load_encoder` applies
+    again."""
     if transform is not None and not isinstance(transform, NormalizeFeatures):
         raise ValueError(f"transform: a run applies NormalizeFeatures or nothing, got {transform}")
-    wraps = isinstance(model, MVGRLEncoder | PolyGCLEncoder)
-    encoder = model.encoder if wraps else model
+    encoder = method.encoder
     builtin = isinstance(encoder, GraphEncoder)
     cls = type(encoder)
+    spec = method.embedding_spec()
     return {
         "format": FORMAT,
         "version": VERSION,
         "builtin": builtin,
         "spec": encoder.spec if builtin else None,
         "class": f"{cls.__module__}.{cls.__qualname__}",
-        "diffusion": model.spec if isinstance(model, MVGRLEncoder) else None,
-        "polygcl": model.spec if isinstance(model, PolyGCLEncoder) else None,
+        "embedding": None if spec is None else {"method": method.name, "spec": spec},
         "normalize_features": transform is not None,
         "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-        "method": None if method is None else getattr(method, "label", method.name),
+        "method": getattr(method, "label", method.name),
         "config": None if config is None else config.as_dict(),
     }
 
@@ -212,10 +211,10 @@ def read_checkpoint(path: str | Path) -> dict:
     checkpoint = load_file(path, "checkpoint (an encoder.pt, or its folder)")
     if not isinstance(checkpoint, dict) or checkpoint.get("format") != FORMAT:
         raise ValueError(f"{path}: not a cl2gnn node encoder checkpoint")
-    if checkpoint.get("version") not in (VERSION - 1, VERSION):  # 3: no feature transform
+    if checkpoint.get("version") != VERSION:
         raise ValueError(
             f"{path}: checkpoint version {checkpoint.get('version')!r}, this cl2gnn reads "
-            f"versions {VERSION - 1} and {VERSION}"
+            f"version {VERSION}"
         )
     return checkpoint
 
@@ -233,7 +232,7 @@ def load_encoder(
     encoder is rebuilt from the file; a module of your own was saved as its state dict:
     pass a new one, ``encoder=YourEncoder(...)``, to load it into (MVGRL's diffusion encoder
     is a copy of it). Where the run row-normalised the features before your encoder read
-    them, the module returned does too (:class:`~cl2gnn.node.encoders.own.NormalizedInput`,
+    them, the module returned does too (:class:`~cl2gnn.node.encoders.user.NormalizedInput`,
     your encoder as its ``module``): what ``result.embed`` computes."""
     checkpoint = read_checkpoint(path)
     if checkpoint["builtin"] and encoder is not None:
@@ -246,10 +245,11 @@ def load_encoder(
     if encoder is None:
         encoder = GraphEncoder(**checkpoint["spec"])
     model = encoder
-    if checkpoint["diffusion"] is not None:
-        model = MVGRLEncoder(encoder, copy.deepcopy(encoder), Diffusion(**checkpoint["diffusion"]))
-    if checkpoint.get("polygcl") is not None:  # absent from the files before it
-        model = PolyGCLEncoder(encoder, PolyGCLFilters(**checkpoint["polygcl"]))
+    embedding = checkpoint["embedding"]
+    if embedding is not None:  # the method's own embedding model around the encoder
+        if not isinstance(embedding, dict) or embedding.get("method") not in REGISTRY:
+            raise ValueError(f"{path}: its embedding model names no method of this cl2gnn")
+        model = REGISTRY[embedding["method"]].embedding_model_of(encoder, embedding.get("spec"))
     try:
         model.load_state_dict(checkpoint["state_dict"])
     except RuntimeError as error:

@@ -248,7 +248,7 @@ def config_views(
     )
 
 
-def view_pair(augment: View | Sequence[View] | None, default: tuple[View, View]):
+def view_pair(augment: View | Sequence[View] | None, default: tuple[View, View] | None):
     """``augment`` as two views: one callable for both, a pair, or ``None`` (``default``)."""
     if augment is None:
         return default
@@ -260,6 +260,15 @@ def view_pair(augment: View | Sequence[View] | None, default: tuple[View, View])
         "augment must be a callable Data -> Data (a PyG transform) or a pair of them (one per "
         f"view), got {augment!r}"
     )
+
+
+def made_by_library(view: View) -> bool:
+    """Whether ``view`` is made of the library's views alone (``edges_in_range``: their
+    edges are the input's, a subset or reweighting of them, or computed from them), whose
+    output needs no range check (a host sync per view on a GPU)."""
+    if isinstance(view, Compose):
+        return all(made_by_library(step) for step in view.transforms)
+    return getattr(view, "edges_in_range", False) is True
 
 
 def keep_edges(data: Data, kept: Tensor | None) -> Data:

@@ -9,11 +9,11 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from cl2gnn.node import AdaptiveDropEdge, AdaptiveMaskFeatures, NodeConfig, make_method
+from cl2gnn.node import AdaptiveDropEdge, AdaptiveMaskFeatures, NodeConfig
 from cl2gnn.node.adaptive_views import node_centrality
 from cl2gnn.node.training.plan import check_run
 
-from ..conftest import random_graph
+from ..conftest import method_of, random_graph
 
 CENTRALITIES = ("degree", "pagerank", "eigenvector")
 P, P_MAX = 0.3, 0.7
@@ -237,7 +237,7 @@ def test_gca_trains_on_the_adaptive_views_of_its_configuration():
     config = NodeConfig(
         drop_edge=(0.2, 0.4), drop_feature=(0.3, 0.1), options={"centrality": "eigenvector"}
     )
-    method = make_method("gca", config, dim=8, num_nodes=NUM_NODES)
+    method = method_of("gca", config, num_nodes=NUM_NODES, graph=edge_index())
     views = method.default_views(config)
     steps = [view.transforms for view in views]
     assert [(e.p, f.p) for f, e in steps] == [(0.2, 0.3), (0.4, 0.1)]
@@ -253,7 +253,7 @@ def test_gca_trains_on_the_adaptive_views_of_its_configuration():
     # a zero column masks itself alone by default; GCA's code's rule where configured
     assert all(f.zero_columns == "itself" for f, _ in steps)
     authors = config.with_overrides(zero_columns="every_column")
-    authors_views = make_method("gca", authors, dim=8, num_nodes=NUM_NODES).default_views(authors)
+    authors_views = method_of("gca", authors, num_nodes=NUM_NODES).default_views(authors)
     assert all(v.transforms[0].zero_columns == "every_column" for v in authors_views)
     with pytest.raises(ValueError, match="mini-batch"):
         check_run(Data(x=X, edge_index=edge_index()), "gca", config.with_overrides(batch_size=8))

@@ -146,9 +146,10 @@ def test_every_saved_file_loads_without_running_code(tmp_path):
         torch.load(folder / name, weights_only=True)
     state = torch.load(folder / CHECKPOINT, weights_only=True)
     model = state["trainer"]["model"]
-    # the method's state beside the encoder: predictor, moving-average target
-    assert any(key.startswith("method.predictor.") for key in model)
-    assert any(key.startswith("method.target.encoder.") for key in model)
+    # the method's state beside the encoder it holds: predictor, moving-average target
+    assert any(key.startswith("encoder.") for key in model)
+    assert any(key.startswith("predictor.") for key in model)
+    assert any(key.startswith("target.encoder.") for key in model)
     assert state["epoch"] == 2 and state["trainer"]["steps"] == 2
 
 
@@ -392,3 +393,21 @@ def test_cli_resume_of_a_folder_without_checkpoints_is_refused(tmp_path, capsys)
     err = capsys.readouterr().err.strip()
     assert exit_.value.code == 2
     assert "holds no seed_<k>/checkpoint.pt of seeds 0 to 1 to resume from" in err
+
+
+def test_the_graph_is_hashed_only_where_a_run_is_saved_or_resumed(tmp_path, monkeypatch):
+    """Every run keeps what continues it; what identifies it (a digest of the graph's bytes)
+    is computed where a checkpoint is written or read, not by every run."""
+    from cl2gnn.node.training import checkpoint as checkpoint_module
+
+    hashed = []
+    real = checkpoint_module.graph_digest
+    monkeypatch.setattr(
+        checkpoint_module, "graph_digest", lambda data: hashed.append(1) or real(data)
+    )
+    result = train("grace", 2)
+    assert hashed == []
+    folder = result.save(tmp_path)
+    assert len(hashed) == 1
+    state = torch.load(folder / CHECKPOINT, weights_only=True)
+    assert state["graph"] == real(community_graph()) and state["epoch"] == 2

@@ -90,7 +90,8 @@ def test_mvgrl_hands_back_and_saves_the_sum_of_its_two_encoders(graph_file, tmp_
         alone = model.encoder(data.x, data.edge_index)
     assert not torch.allclose(alone, result.embeddings, atol=1e-3)
     saved = torch.load(result.save(tmp_path) / "encoder.pt", weights_only=True)
-    assert saved["diffusion"] == {"alpha": 0.2, "k": CONFIG.options["diffusion_k"], "eps": None}
+    diffusion = {"alpha": 0.2, "k": CONFIG.options["diffusion_k"], "eps": None}
+    assert saved["embedding"] == {"method": "mvgrl", "spec": diffusion}
     assert {key.split(".")[0] for key in saved["state_dict"]} == {"encoder", "diffusion_encoder"}
 
 

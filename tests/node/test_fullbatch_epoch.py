@@ -6,6 +6,7 @@ back once per log interval, and a non-finite loss naming its epoch."""
 
 import importlib
 import math
+import sys
 
 import pytest
 import torch
@@ -28,7 +29,7 @@ from cl2gnn.node import (
     NodeConfig,
 )
 from cl2gnn.node.encoders.propagation import PropagationStructure, ValuedGraph, ViewGraphs
-from cl2gnn.node.methods import contrastive, option_value
+from cl2gnn.node.methods import REGISTRY, option_value
 from cl2gnn.node.training.fullbatch import FullBatchTrainer
 from cl2gnn.node.views import view_masks
 
@@ -303,7 +304,8 @@ def test_matmul_dtype_reaches_the_exact_infonce(monkeypatch, method):
         seen.append(kwargs.get("matmul_dtype"))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(contrastive, "info_nce", spy)
+    module = REGISTRY[method].forward.__module__  # the module of its forward calls info_nce
+    monkeypatch.setattr(sys.modules[module], "info_nce", spy)
     config = CONFIG.with_overrides(epochs=1, matmul_dtype="bfloat16")
     FullBatchTrainer(small_graph(), method, config).epoch()
     assert seen == ["bfloat16"]

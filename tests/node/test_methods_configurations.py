@@ -109,7 +109,7 @@ def training_batch(trainer) -> ViewBatch:
     """The two views of one training step, as :class:`FullBatchTrainer` builds them."""
     views = [
         trainer.view_input(v, trainer.x_input, trainer.prepared, trainer.edge_index, trainer.graphs)
-        for v in trainer.views
+        for v in trainer.method.views
     ]
     return ViewBatch(views, trainer.edge_index, trainer.num_nodes)
 
@@ -135,7 +135,7 @@ def test_mvgrl_contrasts_the_graph_with_its_exact_diffusion(graph, float64):
     trainer = FullBatchTrainer(data, "mvgrl", config)
     method, encoder = trainer.method, trainer.encoder
     torch.manual_seed(9)
-    got = method(encoder, training_batch(trainer))
+    got = method(training_batch(trainer))
 
     x = features(data.x, config)
     torch.manual_seed(9)
@@ -170,7 +170,7 @@ def test_mvgrl_trains_on_windows_of_consecutive_nodes_as_its_authors(graph, floa
     trainer = FullBatchTrainer(data, "mvgrl", config)
     method, encoder = trainer.method, trainer.encoder
     torch.manual_seed(9)
-    got = method(encoder, training_batch(trainer))
+    got = method(training_batch(trainer))
 
     x = features(data.x, config)
     a, s = gcn_matrix(data.edge_index), ppr_matrix(data.edge_index)
@@ -200,9 +200,11 @@ def test_mvgrl_trains_on_the_whole_graph_where_it_fits_one_window(float64):
     data, config = small_graph(), configuration(None, "mvgrl")
     for size in (NUM_NODES, None):
         options = {**config.options, "window_size": size}
-        assert not FullBatchTrainer(data, "mvgrl", replace(config, options=options)).method.windowed
+        method = FullBatchTrainer(data, "mvgrl", replace(config, options=options)).method
+        assert not method.windowed(NUM_NODES)
     options = {**config.options, "window_size": NUM_NODES - 1}
-    assert FullBatchTrainer(data, "mvgrl", replace(config, options=options)).method.windowed
+    method = FullBatchTrainer(data, "mvgrl", replace(config, options=options)).method
+    assert method.windowed(NUM_NODES)
 
 
 def test_mvgrl_diffuses_a_weighted_graph_by_its_weights(float64):
@@ -354,7 +356,7 @@ def test_gca_views_weigh_features_as_its_code(graph, float64):
     phi = torch.from_numpy(adjacency(data.edge_index).sum(0))  # degree centrality
     column = (x != 0).to(f64) if graph != "WikiCS" else x.abs()
     s = (column.T @ phi).log()
-    for view, p in zip(trainer.views, config.drop_feature, strict=True):
+    for view, p in zip(trainer.method.views, config.drop_feature, strict=True):
         mask = view.transforms[0]
         expected = ((s.max() - s) / (s.max() - s.mean()) * p).clamp(max=0.7)
         got = mask.probability(trainer.x_input, data.edge_index)

@@ -14,7 +14,6 @@ from cl2gnn.losses import bootstrap_loss, cca_ssg_loss, graphacl_loss
 from cl2gnn.node import (
     REGISTRY,
     NodeConfig,
-    make_method,
     train_node_model,
 )
 from cl2gnn.node.encoders.graph_encoder import GraphEncoder
@@ -22,6 +21,7 @@ from cl2gnn.node.methods import ContrastiveMethod
 from cl2gnn.node.methods.graphacl import sample_neighbors
 from cl2gnn.node.methods.target import TargetEncoder
 
+from ..conftest import method_of
 from ._method_views import encoder_and_batch, randn, small_graph
 
 # the methods outside GRACE's scheme that train in mini-batches (MVGRL takes none)
@@ -150,8 +150,8 @@ def test_bgrl_aligns_each_prediction_with_the_other_views_target():
         out_channels=8, batch_norm=True, activation="prelu", options={"predictor_hidden": 16}
     )
     encoder, batch = encoder_and_batch(config)
-    method = make_method("bgrl", config, dim=8, num_nodes=6, encoder=encoder)
-    loss = method(encoder, batch)
+    method = method_of("bgrl", config, encoder)
+    loss = method(batch)
     h = [view(encoder) for view in batch.views]
     with torch.no_grad():
         t = [view(method.target.encoder) for view in batch.views]
@@ -190,9 +190,9 @@ def test_target_moves_by_the_moving_average(cosine):
 def test_cca_ssg_feeds_both_views_embeddings_to_its_loss():
     config = NodeConfig(out_channels=3, hidden_channels=5, options={"decorrelation": 0.2})
     encoder, batch = encoder_and_batch(config)
-    method = make_method("cca_ssg", config, dim=3, num_nodes=6, encoder=encoder)
+    method = method_of("cca_ssg", config, encoder)
     h = [view(encoder) for view in batch.views]
-    assert torch.allclose(method(encoder, batch), cca_ssg_loss(h[0], h[1], 0.2))
+    assert torch.allclose(method(batch), cca_ssg_loss(h[0], h[1], 0.2))
 
 
 @pytest.mark.parametrize("self_loops", [False, True])
@@ -203,11 +203,11 @@ def test_graphacl_dense_form_uses_every_neighbor_and_node(self_loops):
         options={"samples_per_node": None, "temperature": 0.7},
     )
     encoder, batch = encoder_and_batch(config)
-    method = make_method("graphacl", config, dim=4, num_nodes=6, encoder=encoder)
+    method = method_of("graphacl", config, encoder)
     with torch.no_grad():  # the target apart from the online encoder, as after training
         for parameter in method.target.encoder.parameters():
             parameter.add_(0.3 * torch.randn_like(parameter))
-    loss = method(encoder, batch)
+    loss = method(batch)
     h = batch.views[0](encoder)
     with torch.no_grad():
         u = batch.views[0](method.target.encoder)

@@ -127,14 +127,14 @@ def test_mvgrl_contrasts_each_views_nodes_with_the_other_views_summary(float64):
     data = tiny_graph()
     graph_view, diffusion_view = (
         trainer.view_input(v, trainer.x_input, trainer.prepared, trainer.edge_index, trainer.graphs)
-        for v in trainer.views
+        for v in trainer.method.views
     )
     from cl2gnn.node import ViewBatch
 
     batch = ViewBatch([graph_view, diffusion_view], data.edge_index, 12)
     params = [*encoder.parameters(), *method.parameters()]
     torch.manual_seed(9)
-    got = method(encoder, batch)
+    got = method(batch)
     got_grads = torch.autograd.grad(got, params)
 
     torch.manual_seed(9)
@@ -165,7 +165,7 @@ def with_rows(view, order):
 def test_mvgrl_corrupts_the_features_keeping_their_form(float64):
     trainer = trained_state()
     view = trainer.view_input(
-        trainer.views[0],
+        trainer.method.views[0],
         trainer.x_input,
         trainer.prepared,
         trainer.edge_index,

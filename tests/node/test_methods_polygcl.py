@@ -10,10 +10,12 @@ import pytest
 import torch
 from torch_geometric.data import Data
 
-from cl2gnn.node import EncoderInput, GraphEncoder, NodeConfig, make_method, train_node_model
+from cl2gnn.node import EncoderInput, GraphEncoder, NodeConfig, PolyGCL, train_node_model
 from cl2gnn.node.methods import ViewBatch
 from cl2gnn.node.methods.polygcl import PolyGCLEncoder
 from cl2gnn.node.training.fullbatch import FullBatchTrainer
+
+from ..conftest import method_of
 
 f64 = torch.float64
 N, F, D, K = 7, 4, 5, 4
@@ -36,8 +38,8 @@ def config(**options):
 def method_and_encoder(seed=0, **options):
     torch.manual_seed(seed)
     encoder = GraphEncoder(F, D, layers=1).double()
-    method = make_method(
-        "polygcl", config(**options), dim=D, num_nodes=N, graph=graph(), encoder=encoder
+    method = method_of(
+        "polygcl", config(**options), encoder, num_nodes=N, graph=graph(), num_features=F
     ).double()
     with torch.no_grad():  # filters away from their initial (mirror-image) values
         method.filters.low.theta.copy_(torch.rand(K, dtype=f64))
@@ -105,7 +107,7 @@ def test_loss_and_gradients_equal_the_float64_reference():
     method, encoder = method_and_encoder()
     x = torch.randn(N, F, generator=torch.Generator().manual_seed(1), dtype=f64)
     torch.manual_seed(5)
-    loss = method(encoder, batch(x))
+    loss = method(batch(x))
     torch.manual_seed(5)
     order = torch.randperm(N)  # the draw the method made
     lin, disc, filters = encoder.convs[0], method.loss, method.filters
@@ -214,6 +216,6 @@ def test_refusals_name_what_to_change():
         train_node_model(data, "polygcl", config().with_overrides(self_loops=False), progress=False)
     users = torch.nn.Sequential()  # any module: refused before it is called
     with pytest.raises(ValueError, match="filter_batch_norm"):
-        make_method("polygcl", config(filter_batch_norm=True), dim=D, num_nodes=N, encoder=users)
+        PolyGCL(users, filter_batch_norm=True, dim=D)
     with pytest.raises(ValueError, match="filter_lr"):
-        make_method("polygcl", config(filter_lr=0.0), dim=D, num_nodes=N, encoder=users)
+        PolyGCL(users, filter_lr=0.0, dim=D)

@@ -15,11 +15,12 @@ from cl2gnn.losses import (
     barlow_twins_loss,
     local_global_loss,
 )
-from cl2gnn.node import EncoderInput, NodeConfig, make_method
+from cl2gnn.node import EncoderInput, NodeConfig
 from cl2gnn.node.encoders.features import ColumnMasked, SparseFeatures, shuffle_rows
 from cl2gnn.node.encoders.graph_encoder import GraphEncoder
 from cl2gnn.node.training.plan import check_run
 
+from ..conftest import method_of
 from ._method_views import encoder_and_batch, randn
 
 f64 = torch.float64
@@ -152,8 +153,8 @@ def test_shuffle_rows_permutes_every_form_of_the_features(form):
 def test_gbt_feeds_both_views_embeddings_to_its_loss():
     config = NodeConfig(out_channels=3, hidden_channels=5, batch_norm=True, out_activation=False)
     encoder, batch = encoder_and_batch(config)
-    method = make_method("gbt", config, dim=3, num_nodes=6, encoder=encoder)
-    loss = method(encoder, batch)
+    method = method_of("gbt", config, encoder)
+    loss = method(batch)
     h1, h2 = (view(encoder) for view in batch.views)
     assert torch.allclose(loss, barlow_twins_loss(h1, h2), atol=1e-6)
     assert not torch.allclose(loss, barlow_twins_loss(h1, h1), atol=1e-3)
@@ -162,12 +163,12 @@ def test_gbt_feeds_both_views_embeddings_to_its_loss():
 def test_dgi_scores_the_first_view_against_its_row_shuffled_features():
     config = NodeConfig(out_channels=4, layers=1, activation="prelu")
     encoder, batch = encoder_and_batch(config)
-    method = make_method("dgi", config, dim=4, num_nodes=6, encoder=encoder)
+    method = method_of("dgi", config, encoder)
     weight, bias = method.loss.weight, method.loss.bias
     with torch.no_grad():
         bias.fill_(0.1)
     torch.manual_seed(2)
-    loss = method(encoder, batch)
+    loss = method(batch)
     view = batch.views[0]
     torch.manual_seed(2)
     order = torch.randperm(6)
@@ -189,5 +190,5 @@ def test_dgi_is_refused_under_a_process_group_and_gbt_is_not():
     with pytest.raises(ValueError, match="'dgi' does not span the ranks"):
         check_run(data, "dgi", config, distributed="gather")
     check_run(data, "gbt", config, distributed="ring")
-    method = make_method("gbt", config, dim=4, num_nodes=6, encoder=encoder, distributed="ring")
+    method = method_of("gbt", config, encoder, distributed="ring")
     assert method.loss.distributed == "ring"

@@ -289,18 +289,14 @@ def test_an_option_refused_across_ranks_is_refused_before_anything_is_built(
     built, not by the loss at the first step (which refuses them too, naming the option);
     in one process the same configuration builds both."""
     from cl2gnn.node.training import minibatch
-    from cl2gnn.node.training import trainer as trainer_module
+    from cl2gnn.node.training.plan import RunPlan
 
     built = []
-    from_config, make_method = GraphEncoder.from_config, trainer_module.make_method
+    from_config, build = GraphEncoder.from_config, RunPlan.build
     monkeypatch.setattr(
         GraphEncoder, "from_config", lambda *a, **k: built.append("encoder") or from_config(*a, **k)
     )
-    monkeypatch.setattr(
-        trainer_module,
-        "make_method",
-        lambda *a, **k: built.append("method") or make_method(*a, **k),
-    )
+    monkeypatch.setattr(RunPlan, "build", lambda *a, **k: built.append("method") or build(*a, **k))
     monkeypatch.setattr(minibatch, "DistributedDataParallel", lambda model, **_: model)
     ring = torch.arange(8)
     data = Data(x=torch.randn(8, 4), edge_index=torch.stack([ring, (ring + 1) % 8]))
@@ -312,7 +308,7 @@ def test_an_option_refused_across_ranks_is_refused_before_anything_is_built(
     assert built == []
     monkeypatch.setattr(minibatch, "rank_and_world", lambda: (0, 1))
     MinibatchTrainer(data, "grace", config)
-    assert built == ["encoder", "method"]
+    assert built == ["method", "encoder"]  # the method builds its encoder
 
 
 # -- two gloo processes against one ------------------------------------------------------

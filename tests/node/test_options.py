@@ -12,13 +12,14 @@ import torch
 
 from cl2gnn.cli.main import main
 from cl2gnn.node import default_config, train_node_model
-from cl2gnn.node.methods import contrastive as node_methods
+from cl2gnn.node.methods import neighbors as node_methods
 from cl2gnn.node.training import fit as node_fit
 from cl2gnn.node.training import fullbatch as node_fullbatch
+from cl2gnn.node.training import plan as node_plan
 from cl2gnn.node.training import trainer as node_trainer
 
 from .. import reference as ref
-from ..conftest import node_method
+from ..conftest import node_method, objective
 
 CONFIG = default_config("digits-knn").with_overrides(epochs=2)
 
@@ -85,7 +86,7 @@ def neighbor_infonce(z1, z2, weight):
 @pytest.mark.parametrize("weight", [0.25, 1.0, 4.0])
 def test_neighbor_weight_weights_the_neighbor_positives(weight):
     z1, z2, h = small_views()
-    loss = node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=weight).objective(
+    loss = objective(node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=weight))(
         z1, z2, h, h
     )
     assert torch.allclose(loss, neighbor_infonce(z1, z2, weight), rtol=1e-12)
@@ -95,12 +96,11 @@ def test_neighbor_weight_weights_the_neighbor_positives(weight):
 def test_neighbor_weight_tends_to_grace():
     # weight 0 (neutral) is refused; towards it the loss meets GRACE's, linearly
     z1, z2, h = small_views()
-    grace = node_method("grace", N, 4, TAU).objective(z1, z2, h, h)
+    grace = objective(node_method("grace", N, 4, TAU))(z1, z2, h, h)
 
     def neighbors(weight):
-        return node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=weight).objective(
-            z1, z2, h, h
-        )
+        method = node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=weight)
+        return objective(method)(z1, z2, h, h)
 
     gaps = [float((neighbors(w) - grace).abs()) for w in (1e-3, 1e-6)]
     assert gaps[1] < 1e-5 and 0.5e3 < gaps[0] / gaps[1] < 2e3
@@ -111,12 +111,12 @@ def test_clusters_select_the_neighbor_positives():
 
     def homophily(clusters):
         method = node_method("homophily", N, 4, TAU, GRAPH, neighbor_weight=1.0, clusters=clusters)
-        return method.objective(z1, z2, h, h)
+        return objective(method)(z1, z2, h, h)
 
-    neighbors = node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=1.0).objective(
+    neighbors = objective(node_method("neighbors", N, 4, TAU, GRAPH, neighbor_weight=1.0))(
         z1, z2, h, h
     )
-    grace = node_method("grace", N, 4, TAU).objective(z1, z2, h, h)
+    grace = objective(node_method("grace", N, 4, TAU))(z1, z2, h, h)
     assert torch.allclose(homophily(1), neighbors, rtol=1e-12)  # one cluster keeps every edge
     assert torch.allclose(homophily(N), grace, rtol=1e-12)  # a cluster per node keeps none
     within = [(s, t) for s, t in GRAPH.T.tolist() if (s < 3) == (t < 3)]
@@ -132,8 +132,8 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
     views = spy_views(monkeypatch)
     objectives, clusterings, trainers = [], [], []
 
-    def make_method(*args, **kwargs):
-        objectives.append(real_make_method(*args, **kwargs))
+    def build(plan, *args, **kwargs):
+        objectives.append(real_build(plan, *args, **kwargs))
         return objectives[-1]
 
     def cluster_labels(x, clusters):
@@ -146,8 +146,8 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
             super().__init__(*args, **kwargs)
             trainers.append(self)
 
-    real_labels, real_make_method = node_methods.cluster_labels, node_trainer.make_method
-    monkeypatch.setattr(node_trainer, "make_method", make_method)
+    real_labels, real_build = node_methods.cluster_labels, node_plan.RunPlan.build
+    monkeypatch.setattr(node_plan.RunPlan, "build", build)
     monkeypatch.setattr(node_methods, "cluster_labels", cluster_labels)
     monkeypatch.setattr(node_fit, "FullBatchTrainer", RecordedTrainer)
     args = ["node", "--method", "homophily", "--seeds", "1", "--epochs", "3", "--no-progress"]
@@ -173,9 +173,9 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
     n, dim = digits.num_nodes, 8
     z1, z2, h = (torch.randn(n, dim) for _ in range(3))
 
-    def value(objective):
+    def value(method):
         torch.manual_seed(0)  # the same k-means seed
-        return objective.objective(z1, z2, h, h)
+        return objective(method)(z1, z2, h, h)
 
     graph = digits.edge_index
     same = node_method("homophily", n, dim, 0.7, graph, neighbor_weight=0.5, clusters=3)

@@ -21,6 +21,7 @@ from ..config import check_field
 from ..inputs import check_labels
 from ..training.checkpoint import CHECKPOINT, write_checkpoint
 from ..training.fit import train_run
+from ..training.plan import check_schedule
 from .auto import BASELINES, RAW, STANDARDISED, UNTRAINED, choose_method, scoring_seeds
 from .probes import default_protocol, make_split, metric_for, num_splits, probe_score
 
@@ -62,9 +63,7 @@ def configure(base, config: dict | None = None, out_channels: int | None = None,
         if base.hidden_channels is not None and not given:  # the layers' ratio kept
             last = check_field("out_channels", config.get("out_channels", base.out_channels))
             changes["hidden_channels"] = out_channels * base.hidden_channels // last
-    configured = base.with_overrides(**changes)  # at once: the joint checks see every field
-    configured.fan_outs()  # the built-in encoder's depth: one fan-out per layer, or refused
-    return configured
+    return base.with_overrides(**changes)  # at once: the joint checks see every field
 
 
 def check_probe(data, protocols: tuple[str, ...], seeds: range) -> None:
@@ -101,8 +100,6 @@ def resume_folders(folder: str | None, seeds: range) -> dict[int, Path]:
     """The folder each seed of ``seeds`` resumes from, in the run folder ``folder``: an
     interrupted run's periodic checkpoint (:func:`checkpoint_folder`) before a finished
     run's ``seed_<k>/``; ``ValueError`` if no seed has either."""
-    if folder is None:
-        raise ValueError("resume: continues the run in save, a folder (--save DIR)")
     found = {}
     for seed in seeds:
         for place in (checkpoint_folder(folder, seed), Path(folder) / f"seed_{seed}"):
@@ -171,9 +168,19 @@ def run_experiment(
     wait_timeout(probe_timeout)  # a bad value fails before any work
     data = load_node_dataset(dataset, root)
     method = method or AUTO
+    configuration = None
     if method != AUTO:  # the graph was named: its published configuration, where it has one
         base = default_config(data, method, graph=data.name)
         configuration = configure(base, config, out_channels, **fields)
+    run_folder = save if run_folder is None else run_folder
+    check_schedule(
+        configuration,
+        auto=method == AUTO,
+        select_epoch=select_epoch,
+        resume=resume,
+        checkpoint_every=checkpoint_every,
+        folder=run_folder is not None,
+    )
     protocols = tuple(protocols or (default_protocol(data),))
     if seeds is None:
         seeds = num_splits(data) if "splits" in protocols else 10
@@ -188,12 +195,6 @@ def run_experiment(
         )
     seed_range = range(first_seed, first_seed + seeds)
     check_probe(data, protocols, seed_range)
-    if select_epoch and (resume or checkpoint_every):
-        raise ValueError(
-            "resume and checkpoint_every: select_epoch hands back an earlier checkpoint than "
-            "the run's state"
-        )
-    run_folder = save if run_folder is None else run_folder
     resumed = resume_folders(run_folder, seed_range) if resume else {}
     metric = metric_for(data.y)
     rank, _ = rank_and_world()

@@ -1,9 +1,10 @@
-"""The node methods, one class each, in one registry.
+"""The node methods, one module each, in one registry.
 
 Adding a method is one module of this package: a :class:`NodeMethod` subclass decorated
-with ``@register_method("name")``, its own options as its ``Options``
-(:class:`~cl2gnn.node.methods.options.MethodOptions`), and one float64 reference test of its
-loss. Every module of the package is imported here, so the decorators fill the registry.
+with ``@register_method("name")``, its options the annotated keyword parameters of its
+``__init__`` (:func:`~cl2gnn.node.methods.options.options_of`), and one float64 reference
+test of its loss (``docs/extending.md``). Every module of the package is imported here, so
+the decorators fill the registry.
 """
 
 from __future__ import annotations
@@ -14,17 +15,24 @@ from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any
 
-import torch
 from torch import Tensor
 
-from ..config import NodeConfig, check_option_names
+from ..config import check_option_names
 from .base import REGISTRY, EncoderInput, NodeMethod, ViewBatch, register_method
-from .options import MethodOptions, option
+from .options import MethodOptions
 
 for _module in pkgutil.iter_modules(__path__):  # each method registers itself on import
     importlib.import_module(f"{__name__}.{_module.name}")
 
-from .contrastive import CallableObjective, ContrastiveMethod  # noqa: E402  (registered above)
+from .bgrl import BGRL  # noqa: E402  (the classes, registered above)
+from .cca_ssg import CCASSG  # noqa: E402
+from .contrastive import GRACE, CallableObjective, ContrastiveMethod  # noqa: E402
+from .dgi import DeepGraphInfomax  # noqa: E402
+from .gbt import GraphBarlowTwins  # noqa: E402
+from .gca import GCA  # noqa: E402
+from .graphacl import GraphACL  # noqa: E402
+from .mvgrl import MVGRL  # noqa: E402
+from .polygcl import PolyGCL  # noqa: E402
 
 METHODS = tuple(sorted(REGISTRY))  # the registered methods' names
 
@@ -92,48 +100,27 @@ def check_method_takes(cls: type[NodeMethod], options: Mapping[str, Any]) -> Non
             )
 
 
-def make_method(
-    method: str | Callable[[Tensor, Tensor, Tensor, Tensor], Tensor],
-    config: NodeConfig,
-    *,
-    dim: int,
-    num_nodes: int,
-    graph: Tensor | None = None,
-    distributed: str | None = None,
-    encoder: torch.nn.Module | None = None,
-) -> NodeMethod:
-    """Method ``method`` (a registered name, or an objective ``(z1, z2, h1, h2) -> loss``
-    on GRACE's scheme) for an encoder of output width ``dim`` on a graph of ``num_nodes``
-    nodes, with ``config``'s options (what goes with what:
-    :func:`~cl2gnn.node.training.plan.check_run`); ``encoder`` is the online encoder (for
-    methods with a target encoder)."""
-    cls = method_type(method)
-    extra = {"objective": method} if callable(method) else {}
-    return cls(
-        config,
-        dim=dim,
-        num_nodes=num_nodes,
-        graph=graph,
-        distributed=distributed,
-        encoder=encoder,
-        **extra,
-    )
-
-
 __all__ = [
+    "BGRL",
+    "CCASSG",
+    "GCA",
+    "GRACE",
     "METHODS",
+    "MVGRL",
     "REGISTRY",
     "CallableObjective",
     "ContrastiveMethod",
+    "DeepGraphInfomax",
     "EncoderInput",
+    "GraphACL",
+    "GraphBarlowTwins",
     "MethodOptions",
     "NodeMethod",
+    "PolyGCL",
     "ViewBatch",
     "check_method_takes",
-    "make_method",
     "method_class",
     "method_type",
-    "option",
     "option_names",
     "option_value",
     "register_method",

@@ -1,8 +1,10 @@
-"""What a node method is: a module that takes the encoder and a batch of two augmented views
-and returns the loss, and states what it can do."""
+"""What a node method is: a ``torch.nn.Module`` holding the encoder and what the method adds
+to it (heads, predictors, a target encoder, a memory), whose call on a graph returns the
+loss, as PyG's ``DeepGraphInfomax`` does; and what it states it can do."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -10,12 +12,16 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
+from ..._checks import integer, one_of, optional
 from ..._registry import NODE_METHODS as REGISTRY
+from ..._torchrun import MODES
 from ..config import NodeConfig
 from ..encoders.features import ColumnMasked, SparseFeatures
-from ..encoders.own import checked_output
-from ..views import View, config_views
-from .options import MethodOptions
+from ..encoders.graph_encoder import GraphEncoder
+from ..encoders.user import check_encoder, checked_output, output_width
+from ..inputs import check_graph, check_view
+from ..views import View, config_views, made_by_library, view_pair
+from .options import MethodOptions, options_of
 
 
 @dataclass
@@ -30,9 +36,9 @@ class EncoderInput:
             per layer.
         edge_weight: the edges' weights, passed as ``edge_weight=`` (``None``: not passed).
         prepared: ``x`` and ``graph`` were prepared for the built-in encoder, whose
-            :meth:`~cl2gnn.node.GraphEncoder.encode` reads them (``x`` may keep a column mask
-            apart); else the encoder is called as PyG's models are,
-            ``encoder(x, edge_index[, edge_weight=])``.
+            :meth:`~cl2gnn.node.GraphEncoder.encode` (its last layer, what training reads)
+            takes them (``x`` may keep a column mask apart); else the encoder is called as
+            PyG's models are, ``encoder(x, edge_index[, edge_weight=])``.
     """
 
     x: Tensor | SparseFeatures | ColumnMasked
@@ -48,6 +54,18 @@ class EncoderInput:
         else:
             out = encoder(self.x, self.graph, edge_weight=self.edge_weight)
         return checked_output(out, self.x.size(0))  # every row, every call: a shape check
+
+
+def encoder_input(encoder: torch.nn.Module, view: Data) -> EncoderInput:
+    """The graph ``view`` as ``encoder`` reads it in training: the built-in encoder's
+    prepared features and propagation graph (its :meth:`~cl2gnn.node.GraphEncoder.encode`,
+    the last layer), any other encoder's ``x``, ``edge_index`` and ``edge_weight``."""
+    if isinstance(encoder, GraphEncoder):
+        graph = encoder.propagation_graph(
+            view.edge_index, view.num_nodes, edge_weight=view.get("edge_weight")
+        )
+        return EncoderInput(encoder.prepare(view.x), graph, prepared=True)
+    return EncoderInput(view.x, view.edge_index, view.get("edge_weight"))
 
 
 @dataclass
@@ -69,68 +87,230 @@ class ViewBatch:
 
 
 class NodeMethod(torch.nn.Module):
-    """A node-level self-supervised method: :meth:`forward` encodes a :class:`ViewBatch` with
-    the encoder and returns the loss; the method's own modules (a projection head, a
-    predictor, a target encoder) and state (a memory bank) live in it, so the trainer
-    optimises the encoder's and the method's parameters together and calls
-    :meth:`after_step` after every optimiser step.
+    """A node-level self-supervised method, as a module a PyG user holds: it owns the
+    encoder and what the method adds (heads, predictors, a target encoder, a memory), and
+    its call on a graph is the loss of one step::
 
-    A subclass registers itself under its name with ``@register_method("name")`` (its key
-    in :data:`~cl2gnn.node.methods.REGISTRY`), declares its own options as ``Options`` (a
-    :class:`~cl2gnn.node.methods.options.MethodOptions` dataclass, read from the
-    configuration's ``options`` into :attr:`options`) and states what it can do:
+        method = GRACE(encoder, temperature=0.5)
+        loss = method(data)           # two views of data, both through the encoder
+        loss.backward(); optimizer.step(); method.after_step(progress)
+        z = method.embed(data.x, data.edge_index)
 
-    * ``minibatch``: it trains on sampled mini-batches of nodes (``config.batch_size``);
+    ``method(data)`` takes a ``Data`` (the whole graph, or a sampled subgraph whose first
+    ``data.batch_size`` nodes are the seeds, as PyG's ``NeighborLoader`` gives it), draws
+    its two views (:attr:`views`) and returns the loss; a trainer that draws the views
+    itself passes a :class:`ViewBatch`. Every method's loss is also a public module of
+    :mod:`cl2gnn.losses`.
+
+    A subclass registers itself with ``@register_method("name")`` (its key in
+    :data:`~cl2gnn.node.methods.REGISTRY`), declares its options as annotated keyword
+    parameters of its ``__init__`` (``temperature: Temperature = 0.4``: from them its
+    ``Options`` are made, :func:`~cl2gnn.node.methods.options.options_of`) and states what
+    it can do:
+
+    * ``minibatch``: it trains on sampled mini-batches of nodes;
     * ``spans_ranks``: its negatives span the ranks of a process group (``torchrun``);
-    * ``per_node_state``: it keeps a state for every node of the graph (a memory bank);
-    * ``reads_graph``: its loss reads the input graph's edges (as positives), which do not
-      carry an ``edge_weight``;
-    * ``min_batch_size``: the fewest seed nodes it can train on in one process's share of a
-      mini-batch (``1``; contrastive methods need a negative, the kNN method ``k + 1``
-      seeds): the batching merges a last batch too small for it into the one before, and a
-      ``batch_size`` too small for it is refused;
-    * ``weighted_views``: what weighted graph its views are where they are (MVGRL's
-      diffusion), so that an encoder of one's own must read ``edge_weight``.
+    * ``reads_graph``: its loss reads the input graph's edges (as positives), which carry
+      no ``edge_weight``;
+    * ``min_batch_size``: the fewest seed nodes it can train on in one process's share of
+      a mini-batch (contrastive methods need a negative);
+    * ``weighted_views``: what weighted graph its views are, where they are (MVGRL's
+      diffusion): an encoder of one's own must read ``edge_weight``;
+    * ``reads_seed_rows_only``: its loss reads the encoder's output on the seed rows alone
+      (a mini-batch may skip the layers on rows that cannot reach them).
 
-    Its own compatibility rules beyond these (an option against the encoder, say) are
-    :meth:`check_compatible`, which the run's plan calls before anything is built
-    (:func:`~cl2gnn.node.training.plan.check_run`).
+    Its own compatibility rules beyond these are :meth:`check_compatible`, which the run's
+    plan calls before anything is built; what rebuilds its embedding model from saved
+    plain values is :meth:`embedding_spec` and :meth:`embedding_model_of`.
 
     Args:
-        config (NodeConfig): the run's configuration (the method reads its own fields).
-        dim (int): the width of the encoder's output (heads and predictors take it).
-        num_nodes (int): the nodes of the graph (per-node state is sized by it).
-        graph (Tensor, optional): the input graph ``[2, E]``, for methods that read it
-            beyond the batch.
+        encoder (torch.nn.Module): called as ``encoder(x, edge_index[, edge_weight=])``,
+            returning ``[N, d]``; or the built-in :class:`~cl2gnn.node.GraphEncoder`.
+        options (MethodOptions): the method's options (its ``Options``, checked).
+        views (callable or pair, optional): the two views, ``Data -> Data`` (PyG
+            transforms), one for both or a pair (default: the method's own,
+            :meth:`default_views` of :class:`~cl2gnn.node.NodeConfig`'s defaults).
+        dim (int, optional): the width of the encoder's output (default: the built-in
+            encoder's last layer, or the encoder's ``out_channels``, as PyG's models have).
         distributed (str, optional): ``"gather"`` or ``"ring"`` under a process group
-            (methods with ``spans_ranks``).
-        encoder (torch.nn.Module, optional): the online encoder, for methods that keep a
-            copy of it (a target encoder).
+            (methods with ``spans_ranks``) (default: ``None``).
     """
 
     name: ClassVar[str]
     minibatch: ClassVar[bool] = True
     spans_ranks: ClassVar[bool] = False
-    per_node_state: ClassVar[bool] = False
     reads_graph: ClassVar[bool] = False
-    Options: ClassVar[type[MethodOptions]] = MethodOptions
     min_batch_size: ClassVar[int] = 1
     weighted_views: ClassVar[str | None] = None
+    reads_seed_rows_only: ClassVar[bool] = False
+    Options: ClassVar[type[MethodOptions]] = MethodOptions
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:  # the options are its constructor's annotated ones
+            cls.Options = options_of(cls.__init__, cls.__name__)
 
     def __init__(
         self,
-        config: NodeConfig,
+        encoder: torch.nn.Module,
+        options: MethodOptions,
         *,
-        dim: int,
-        num_nodes: int,
-        graph: Tensor | None = None,
+        views: View | tuple[View, View] | None = None,
+        dim: int | None = None,
         distributed: str | None = None,
-        encoder: torch.nn.Module | None = None,
     ) -> None:
         super().__init__()
-        self.options = self.Options.of(config.options, self.name)
-        self.dim, self.num_nodes = dim, num_nodes
-        self.distributed = distributed
+        check_encoder(encoder)
+        self.encoder = encoder  # first: its parameters lead the optimiser's list
+        self.options = options
+        self.dim = encoder_width(encoder) if dim is None else integer(1)(dim, "dim")
+        self.distributed = optional(one_of(*MODES))(distributed, "distributed")
+        self.views = None if views is None else view_pair(views, None)
+
+    # -- the user's face ------------------------------------------------------------------
+
+    def view_batch(self, data: Data | ViewBatch) -> ViewBatch:
+        """``data``'s two views as the encoder reads them (:attr:`views`; the method's
+        :meth:`default_views` where none were given); a :class:`ViewBatch` as it is. The
+        graph is checked (``ValueError`` naming the field), and so is a view of one's own
+        (the same nodes, edges in range)."""
+        if isinstance(data, ViewBatch):
+            return data
+        check_graph(data)
+        if self.views is None:
+            self.views = self.default_views(NodeConfig())
+        seeds = data.batch_size if "batch_size" in data else data.num_nodes
+        inputs = []
+        for view in self.views:
+            out = view(copy.copy(data))
+            if not made_by_library(view):
+                check_view(out, data.num_nodes)
+            inputs.append(encoder_input(self.encoder, out))
+        return ViewBatch(inputs, data.edge_index, int(seeds), data.get("edge_weight"))
+
+    def encode(self, batch: ViewBatch) -> list[Tensor]:
+        """The encoder's output on each view, the seed rows only."""
+        return [view(self.encoder)[: batch.num_seeds] for view in batch.views]
+
+    def forward(self, data: Data | ViewBatch) -> Tensor:
+        """The loss of one step on ``data`` (:meth:`view_batch`)."""
+        raise NotImplementedError
+
+    def embedding_model(self) -> torch.nn.Module:
+        """The module whose output is every node's embedding, called as PyG's models are,
+        ``model(x, edge_index[, edge_weight=])``: the encoder itself, or for a method that
+        embeds with more (MVGRL's second encoder) one module holding it all. What training
+        hands back and saves as ``result.encoder``."""
+        return self.encoder
+
+    @torch.no_grad()
+    def embed(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
+        """Every node's embedding on the graph ``(x, edge_index[, edge_weight])``, in eval
+        mode (the mode restored after), without gradients: :meth:`embedding_model`'s
+        output, one row per node."""
+        was_training = self.training
+        self.eval()
+        try:
+            model = self.embedding_model()
+            if edge_weight is None:
+                out = model(x, edge_index)
+            else:
+                out = model(x, edge_index, edge_weight=edge_weight)
+        finally:
+            self.train(was_training)
+        return checked_output(out, x.size(0))
+
+    def after_step(self, progress: float = 1.0) -> None:
+        """Call after each optimiser step with the fraction of training done (``0 … 1``):
+        where a target network follows the encoder (BGRL, GraphACL)."""
+
+    def learning_rates(self) -> dict[torch.nn.Parameter, float]:
+        """The parameters that train at a learning rate of their own (PolyGCL's filters),
+        by parameter; the others train at the configuration's."""
+        return {}
+
+    def default_views(
+        self, config: NodeConfig, generator: torch.Generator | None = None
+    ) -> tuple[View, View]:
+        """The two views it trains on where none are given: the configuration's edge
+        dropping and feature masking (``generator``: :class:`~cl2gnn.node.MaskFeatures`')."""
+        return config_views(config.drop_edge, config.drop_feature, generator)
+
+    def extra_repr(self) -> str:
+        options = ", ".join(f"{k}={v!r}" for k, v in self.options.as_dict().items())
+        return f"dim={self.dim}" + (f", {options}" if options else "")
+
+    # -- the configuration's path ---------------------------------------------------------
+
+    @classmethod
+    def from_config(
+        cls,
+        config: NodeConfig,
+        data: Data,
+        *,
+        encoder: torch.nn.Module | None = None,
+        views: View | tuple[View, View] | None = None,
+        distributed: str | None = None,
+        generator: torch.Generator | None = None,
+        **arguments,
+    ) -> NodeMethod:
+        """The method as ``config`` describes it, for the graph ``data``: its options from
+        ``config.options`` (checked by its own checks), ``encoder`` (``None``: the built-in
+        :class:`~cl2gnn.node.GraphEncoder` of ``config``), ``views`` (``None``: its
+        :meth:`default_views` of ``config``). What :func:`~cl2gnn.node.train_node_model`
+        builds, after its plan (:func:`~cl2gnn.node.training.plan.check_run`) has checked
+        the run; ``arguments``: further constructor arguments (a callable objective)."""
+        options = cls.Options.of(config.options, cls.name)
+        return cls.build(
+            options,
+            config,
+            data,
+            encoder=encoder,
+            views=views,
+            distributed=distributed,
+            generator=generator,
+            **arguments,
+        )
+
+    @classmethod
+    def build(
+        cls,
+        options: MethodOptions,
+        config: NodeConfig,
+        data: Data,
+        *,
+        encoder: torch.nn.Module | None = None,
+        views: View | tuple[View, View] | None = None,
+        distributed: str | None = None,
+        generator: torch.Generator | None = None,
+        **arguments,
+    ) -> NodeMethod:
+        """:meth:`from_config` with the options checked already (a run's plan holds them)."""
+        if encoder is None:
+            encoder = GraphEncoder.from_config(data.num_features, config)
+        dim = (
+            None
+            if isinstance(encoder, GraphEncoder)
+            else output_width(encoder, data.x, data.edge_index)
+        )
+        method = cls(
+            encoder,
+            **options.as_dict(),
+            **cls.config_arguments(config, data),
+            **arguments,
+            views=views,
+            dim=dim,
+            distributed=distributed,
+        )
+        if views is None:
+            method.views = method.default_views(config, generator)
+        return method
+
+    @classmethod
+    def config_arguments(cls, config: NodeConfig, data: Data) -> dict:
+        """The constructor's arguments that come from the configuration's core or the graph,
+        not from the method's options (the input graph of a method that reads it, say)."""
+        return {}
 
     @classmethod
     def check_compatible(
@@ -144,54 +324,34 @@ class NodeMethod(torch.nn.Module):
         ``encoder`` (``None``: the built-in encoder ``config`` describes) for a reason of its
         own; called by the run's plan, before anything is built. None by default."""
 
-    @staticmethod
-    def encode(encoder: torch.nn.Module, batch: ViewBatch) -> list[Tensor]:
-        """The encoder's output on each view, the seed rows only."""
-        return [view(encoder)[: batch.num_seeds] for view in batch.views]
+    # -- saved and loaded back ------------------------------------------------------------
 
-    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
-        raise NotImplementedError
+    def embedding_spec(self) -> dict | None:
+        """What :meth:`embedding_model` holds besides the encoder, as plain values, for
+        :meth:`embedding_model_of` to rebuild it from a saved file (``None``: the encoder
+        alone)."""
+        return None
 
-    def default_views(
-        self, config: NodeConfig, generator: torch.Generator | None = None
-    ) -> tuple[View, View]:
-        """The two views it trains on where none are given: the configuration's edge
-        dropping and feature masking (``generator``: :class:`~cl2gnn.node.MaskFeatures`')."""
-        return config_views(config.drop_edge, config.drop_feature, generator)
-
-    def embedding_model(self, encoder: torch.nn.Module) -> torch.nn.Module:
-        """The module whose output is every node's embedding, called as PyG's models are,
-        ``model(x, edge_index[, edge_weight=])``: the encoder itself, or for a method that
-        embeds with more (MVGRL's second encoder) one module holding it all. What training
-        hands back and saves as ``result.encoder``."""
+    @classmethod
+    def embedding_model_of(cls, encoder: torch.nn.Module, spec: dict | None) -> torch.nn.Module:
+        """The embedding model around ``encoder`` that :meth:`embedding_spec`'s ``spec``
+        describes, its weights to be loaded."""
         return encoder
 
-    def embed(
-        self, encoder: torch.nn.Module, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None
-    ) -> Tensor:
-        """Every node's embedding on the clean graph, for the probe: :meth:`embedding_model`'s
-        output, in the mode the encoder is in, one row per node."""
-        model = self.embedding_model(encoder)
-        if model is not encoder:  # its other encoders in the encoder's mode
-            model.train(encoder.training)
-        if edge_weight is None:
-            out = model(x, edge_index)
-        else:
-            out = model(x, edge_index, edge_weight=edge_weight)
-        return checked_output(out, x.size(0))
 
-    def learning_rates(self) -> dict[torch.nn.Parameter, float]:
-        """The method's parameters that train at a learning rate of their own (PolyGCL's
-        filters), by parameter; the others train at the configuration's. A schedule
-        (warm-up, cosine) scales each alike."""
-        return {}
-
-    def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
-        """Called after each optimiser step with the fraction of training done (``0 … 1``):
-        where a target network follows the encoder."""
-
-    def extra_repr(self) -> str:
-        return f"name={self.name!r}"
+def encoder_width(encoder: torch.nn.Module) -> int:
+    """The width of what training reads from ``encoder``: the built-in encoder's last layer
+    (:meth:`~cl2gnn.node.GraphEncoder.encode`), else its ``out_channels`` (PyG's models
+    declare it); ``ValueError`` asking for ``dim`` where it says none."""
+    if isinstance(encoder, GraphEncoder):
+        return encoder.widths[-1]
+    width = getattr(encoder, "out_channels", None)
+    if isinstance(width, int) and not isinstance(width, bool) and width >= 1:
+        return width
+    raise ValueError(
+        "dim: the width of the encoder's output is unknown (it has no out_channels): pass "
+        "dim=, the width of encoder(x, edge_index)"
+    )
 
 
 def register_method(name: str):

@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 
 from ...losses import LocalGlobalLoss
-from ..config import NodeConfig
 from ..encoders.features import shuffle_rows
+from ..views import View
 from .base import EncoderInput, NodeMethod, ViewBatch, register_method
 
 
@@ -37,16 +38,29 @@ class DeepGraphInfomax(NodeMethod):
     Mini-batches: the summary is the batch's seeds' and the corruption shuffles the
     sampled subgraph's rows. Under ``torchrun`` it is refused: the summary would be every
     rank's and the corruption a shuffle across ranks.
+
+    Args:
+        encoder (torch.nn.Module): the encoder.
+        views, dim: as :class:`~cl2gnn.node.NodeMethod`'s (DGI's configuration augments
+            nothing: the views drop no edge and mask no feature).
     """
 
     min_batch_size = 2  # one node shuffled is itself: no negative
 
-    def __init__(self, config: NodeConfig, **context) -> None:
-        super().__init__(config, **context)
+    def __init__(
+        self,
+        encoder: torch.nn.Module,
+        *,
+        views: View | tuple[View, View] | None = None,
+        dim: int | None = None,
+        distributed: str | None = None,
+    ) -> None:
+        super().__init__(encoder, self.Options(), views=views, dim=dim, distributed=distributed)
         self.loss = LocalGlobalLoss(self.dim)
 
-    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
-        view = batch.views[0]
-        seeds = batch.num_seeds
-        h = view(encoder)[:seeds]
-        return self.loss(h, corrupt(view)(encoder)[:seeds], torch.sigmoid(h.mean(0)))
+    def forward(self, data: Data | ViewBatch) -> Tensor:
+        batch = self.view_batch(data)
+        view, seeds = batch.views[0], batch.num_seeds
+        h = view(self.encoder)[:seeds]
+        corrupted = corrupt(view)(self.encoder)[:seeds]
+        return self.loss(h, corrupted, torch.sigmoid(h.mean(0)))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 
 from ...losses import BarlowTwinsLoss
-from ..config import NodeConfig
+from ..views import View
 from .base import NodeMethod, ViewBatch, register_method
 
 
@@ -26,15 +27,26 @@ class GraphBarlowTwins(NodeMethod):
     means, deviations and the cross-correlation all-reduced with autograd, the sum divided
     by the global number of nodes), so the loss and, after DDP's average, the gradient are
     one process's on the global batch.
+
+    Args:
+        encoder (torch.nn.Module): the encoder.
+        views, dim, distributed: as :class:`~cl2gnn.node.NodeMethod`'s.
     """
 
     spans_ranks = True
     min_batch_size = 2  # the deviations over a process's share need two rows
 
-    def __init__(self, config: NodeConfig, **context) -> None:
-        super().__init__(config, **context)
+    def __init__(
+        self,
+        encoder: torch.nn.Module,
+        *,
+        views: View | tuple[View, View] | None = None,
+        dim: int | None = None,
+        distributed: str | None = None,
+    ) -> None:
+        super().__init__(encoder, self.Options(), views=views, dim=dim, distributed=distributed)
         self.loss = BarlowTwinsLoss(distributed=self.distributed)
 
-    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
-        h1, h2 = self.encode(encoder, batch)
+    def forward(self, data: Data | ViewBatch) -> Tensor:
+        h1, h2 = self.encode(self.view_batch(data))
         return self.loss(h1, h2)

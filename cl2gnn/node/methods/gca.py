@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch_geometric.transforms import Compose
@@ -12,28 +12,14 @@ from ..adaptive_views import CENTRALITIES, ZERO_COLUMNS, AdaptiveDropEdge, Adapt
 from ..config import NodeConfig
 from ..views import View
 from .base import register_method
-from .contrastive import Grace, InfoNCEOptions
-from .options import option
+from .contrastive import GRACE, ContrastiveMethod, Keys, MatmulDtype, Views
+from .options import Temperature, Width
 
 CUT_OFF = 0.7  # p_τ, the authors' code's for both views and both augmentations
 
 
-@dataclass(frozen=True)
-class GCAOptions(InfoNCEOptions):
-    """What the adaptive views read a node's importance off, whether a feature column's
-    importance counts where it is non-zero (``binary_features``, GCA's code on every graph
-    but WikiCS) or its magnitude (WikiCS's dense features), and what a column that is zero
-    on every node does (``zero_columns``: ``"itself"``, masked at the cut-off; GCA's code,
-    ``"every_column"``, masks every column at the cut-off through a NaN: on Cora it costs
-    the row-normalised features several points, ``benchmarks/RESULTS.md``)."""
-
-    centrality: str = option("degree", one_of(*CENTRALITIES))
-    binary_features: bool = option(True, boolean)
-    zero_columns: str = option("itself", one_of(*ZERO_COLUMNS))
-
-
 @register_method("gca")
-class GCA(Grace):
+class GCA(GRACE):
     r"""GCA (Zhu et al., *Graph Contrastive Learning with Adaptive Augmentation*, WWW 2021):
     GRACE's loss (:func:`~cl2gnn.losses.info_nce`, inter- and intra-view negatives) on
     views that drop edges and mask feature columns less often the more important they
@@ -48,28 +34,71 @@ class GCA(Grace):
     uniformity on the affinity graph; the adaptive views change the augmentation graph's
     distribution, keeping the edges into central nodes and the features present on them.
     The centralities are the whole graph's: no mini-batches, no ``torchrun``.
+
+    Args:
+        encoder (torch.nn.Module): the encoder.
+        centrality (str, optional): what a node's importance is read off, ``"degree"``,
+            ``"pagerank"`` or ``"eigenvector"`` (default: ``"degree"``).
+        binary_features (bool, optional): a feature column's importance counts where it is
+            non-zero (GCA's code on every graph but WikiCS), else its magnitude (default:
+            ``True``).
+        zero_columns (str, optional): a column zero on every node is masked at the cut-off
+            (``"itself"``), or, as GCA's code does through a NaN, every column is
+            (``"every_column"``) (default: ``"itself"``).
+        proj_hidden, temperature, num_keys, matmul_dtype, dim: as :class:`GRACE`'s.
+        views: the adaptive views of :meth:`default_views` unless given.
     """
 
-    Options = GCAOptions
     minibatch = False
     spans_ranks = False
+
+    def __init__(
+        self,
+        encoder: torch.nn.Module,
+        *,
+        centrality: Annotated[str, one_of(*CENTRALITIES)] = "degree",
+        binary_features: Annotated[bool, boolean] = True,
+        zero_columns: Annotated[str, one_of(*ZERO_COLUMNS)] = "itself",
+        proj_hidden: Width = 128,
+        temperature: Temperature = 0.4,
+        num_keys: Keys = None,
+        matmul_dtype: MatmulDtype = None,
+        views: Views = None,
+        dim: int | None = None,
+        distributed: str | None = None,
+    ) -> None:
+        options = self.Options(
+            centrality=centrality,
+            binary_features=binary_features,
+            zero_columns=zero_columns,
+            proj_hidden=proj_hidden,
+            temperature=temperature,
+            num_keys=num_keys,
+            matmul_dtype=matmul_dtype,
+        )
+        # GRACE's loss and head, GCA's options: the scheme's constructor, not GRACE's
+        ContrastiveMethod.__init__(
+            self, encoder, options, views=views, dim=dim, distributed=distributed
+        )
 
     def default_views(
         self, config: NodeConfig, generator: torch.Generator | None = None
     ) -> tuple[View, View]:
-        centrality = self.options.centrality
-        # the features first: their importance is read off the whole graph, not the dropped one
+        """The adaptive views with the configuration's mean probabilities per view, the
+        feature columns masked first (their importance is read off the whole graph, not the
+        dropped one)."""
+        options = self.options
         return tuple(
             Compose(
                 [
                     AdaptiveMaskFeatures(
                         config.drop_feature[v],
                         CUT_OFF,
-                        centrality,
-                        self.options.binary_features,
-                        self.options.zero_columns,
+                        options.centrality,
+                        options.binary_features,
+                        options.zero_columns,
                     ),
-                    AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, centrality),
+                    AdaptiveDropEdge(config.drop_edge[v], CUT_OFF, options.centrality),
                 ]
             )
             for v in (0, 1)

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch_geometric.data import Data
 from torch_geometric.utils import add_remaining_self_loops, remove_self_loops, sort_edge_index
 
 from ..._checks import integer, optional
-from ..._checks import temperature as temperature_check
 from ...losses import GraphACLLoss
-from ..config import NodeConfig
+from ..views import View
 from .base import NodeMethod, ViewBatch, register_method
-from .options import option
-from .target import TargetEncoder, TargetOptions, predictor
+from .options import Flag, Temperature, Width
+from .target import Decay, PredictorLayers, TargetEncoder, predictor
 
 
 def sample_neighbors(edge_index: Tensor, num_nodes: int, samples: int) -> Tensor:
@@ -46,15 +46,6 @@ def sample_neighbors(edge_index: Tensor, num_nodes: int, samples: int) -> Tensor
 MAX_SAMPLES = 1024
 
 
-@dataclass(frozen=True)
-class GraphACLOptions(TargetOptions):
-    """The loss's temperature, and ``samples_per_node``: the neighbors and negatives drawn
-    per node and step (``None``: all of them)."""
-
-    temperature: float = option(0.4, temperature_check)
-    samples_per_node: int | None = option(5, optional(integer(1, MAX_SAMPLES)))
-
-
 @register_method("graphacl")
 class GraphACL(NodeMethod):
     r"""GraphACL (Xiao et al., *Simple and Asymmetric Graph Contrastive Learning without
@@ -74,26 +65,58 @@ class GraphACL(NodeMethod):
     graphs' code), or ``None``: every neighbor and every node (their Cora code). With the
     configuration's ``self_loops`` a node is its own neighbor too, as in the authors' Cora
     graph. Mini-batches: the neighbors are a batch's sampled ones, the negatives its seeds.
+
+    Args:
+        encoder (torch.nn.Module): the online encoder (the target is a copy of it).
+        temperature (float, optional): the loss's :math:`\tau` (default: ``0.4``).
+        samples_per_node (int, optional): neighbors and negatives drawn per node and step
+            (``None``: every neighbor and every node) (default: ``5``).
+        predictor_hidden, predictor_layers, ema_decay, ema_cosine: as :class:`BGRL`'s
+            (default: 512, 2, 0.99, ``False``).
+        self_loops (bool, optional): a node is its own neighbor too (default: ``True``).
+        views, dim: as :class:`~cl2gnn.node.NodeMethod`'s (one view is read).
     """
 
-    Options = GraphACLOptions
     reads_graph = True
 
-    def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
-        super().__init__(config, encoder=encoder, **context)
-        options = self.options
-        self.samples_per_node = options.samples_per_node
-        self.self_loops = config.self_loops
-        self.predictor = predictor(
-            self.dim, options.predictor_hidden, options.predictor_layers, "relu"
+    def __init__(
+        self,
+        encoder: torch.nn.Module,
+        *,
+        temperature: Temperature = 0.4,
+        samples_per_node: Annotated[int | None, optional(integer(1, MAX_SAMPLES))] = 5,
+        predictor_hidden: Width = 512,
+        predictor_layers: PredictorLayers = 2,
+        ema_decay: Decay = 0.99,
+        ema_cosine: Flag = False,
+        self_loops: bool = True,
+        views: View | tuple[View, View] | None = None,
+        dim: int | None = None,
+        distributed: str | None = None,
+    ) -> None:
+        options = self.Options(
+            temperature=temperature,
+            samples_per_node=samples_per_node,
+            predictor_hidden=predictor_hidden,
+            predictor_layers=predictor_layers,
+            ema_decay=ema_decay,
+            ema_cosine=ema_cosine,
         )
-        self.loss = GraphACLLoss(options.temperature)
-        self.target = TargetEncoder(encoder, options.ema_decay, cosine=options.ema_cosine)
+        super().__init__(encoder, options, views=views, dim=dim, distributed=distributed)
+        self.samples_per_node, self.self_loops = samples_per_node, bool(self_loops)
+        self.predictor = predictor(self.dim, predictor_hidden, predictor_layers, "relu")
+        self.loss = GraphACLLoss(temperature)
+        self.target = TargetEncoder(encoder, ema_decay, cosine=ema_cosine)
 
-    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
+    @classmethod
+    def config_arguments(cls, config, data) -> dict:
+        return {"self_loops": config.self_loops}  # the configuration's, the GCN's too
+
+    def forward(self, data: Data | ViewBatch) -> Tensor:
+        batch = self.view_batch(data)
         view = batch.views[0]  # one view: GraphACL needs no augmentation
         seeds = batch.num_seeds
-        h = view(encoder)
+        h = view(self.encoder)
         (u,) = self.target(ViewBatch([view], batch.edge_index, seeds))
         edges = batch.edge_index
         edges = edges[:, edges[1] < seeds]  # the seeds' neighbors
@@ -107,5 +130,5 @@ class GraphACL(NodeMethod):
         p = F.normalize(self.predictor(h[:seeds]), dim=-1)
         return self.loss(p, F.normalize(u, dim=-1), z, edges, negatives)
 
-    def after_step(self, encoder: torch.nn.Module, progress: float) -> None:
-        self.target.update(encoder, progress)
+    def after_step(self, progress: float = 1.0) -> None:
+        self.target.update(self.encoder, progress)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import Annotated
 
 import torch
 from torch import Tensor
+from torch_geometric.data import Data
 from torch_geometric.nn.inits import reset
 from torch_geometric.transforms import Compose
 
@@ -18,7 +20,6 @@ from ..encoders.graph_encoder import GraphEncoder
 from ..encoders.propagation import propagate
 from ..views import Diffusion, View
 from .base import EncoderInput, NodeMethod, ViewBatch, register_method
-from .options import MethodOptions, option
 
 ALPHA = 0.2  # the authors' teleport probability
 # the most memory an encoder of one's own may need for the messages of the exact diffusion's
@@ -80,18 +81,14 @@ def exact_builtin(diffusion: Diffusion, encoder: torch.nn.Module) -> bool:
     return diffusion.exact and isinstance(encoder, GraphEncoder)
 
 
-@dataclass(frozen=True)
-class MVGRLOptions(MethodOptions):
-    """``diffusion_k``: the in-edges per node kept of the diffusion (``None``: the exact,
-    dense diffusion, as the authors' code; a number for a graph too large for it).
-    ``window_size`` and ``windows``: each step trains on that many windows of that many
-    consecutive nodes, as the authors' code (4 of 2,000), where the graph has more nodes
-    than a window and the built-in encoder reads the exact diffusion (the windows are
-    slices of the dense matrices); ``window_size=None``, or otherwise, the whole graph."""
-
-    diffusion_k: int | None = option(None, optional(integer(1)))
-    window_size: int | None = option(2_000, optional(integer(2)))
-    windows: int = option(4, integer(1))
+def check_diffusion_encoder(kind: str, diffusion_k: int | None) -> None:
+    """The built-in encoder of kind ``kind`` on MVGRL's diffusion: the exact diffusion is a
+    dense weighted matrix, which its GAT does not take."""
+    if kind == "gat" and diffusion_k is None:
+        raise ValueError(
+            "encoder: MVGRL's exact diffusion is a weighted matrix, which the GAT encoder "
+            "does not take: use encoder gcn or sage, or set diffusion_k"
+        )
 
 
 @register_method("mvgrl")
@@ -125,9 +122,23 @@ class MVGRL(NodeMethod):
     summary node (the star graph to it), across views: the summary of one structure
     attracts the nodes of the other. The summary is the whole graph's: no mini-batches,
     no ``torchrun``.
+
+    Args:
+        encoder (torch.nn.Module): the graph encoder (the diffusion encoder is a
+            re-initialised copy of it, trained with it).
+        diffusion_k (int, optional): the in-edges per node kept of the diffusion (``None``:
+            the exact, dense diffusion, as the authors' code; a number for a graph too
+            large for it) (default: ``None``).
+        window_size (int, optional): each step trains on ``windows`` windows of that many
+            consecutive nodes, as the authors' code (4 of 2,000), where the graph has more
+            nodes than a window and the built-in encoder reads the exact diffusion (the
+            windows are slices of the dense matrices); ``None``: the whole graph (default:
+            ``2000``).
+        windows (int, optional): the windows per step (default: ``4``).
+        views, dim: as :class:`~cl2gnn.node.NodeMethod`'s (default: the graph and its
+            diffusion).
     """
 
-    Options = MVGRLOptions
     minibatch = False
     weighted_views = "a weighted graph (its diffusion view)"
 
@@ -136,13 +147,10 @@ class MVGRL(NodeMethod):
         """The exact diffusion: for the built-in encoder a dense matrix, which its GAT does
         not take; for an encoder of one's own ``N²`` weighted edges, refused where their
         messages of the input features would pass :data:`MAX_DENSE_MESSAGE_BYTES`."""
+        if encoder is None:
+            check_diffusion_encoder(config.encoder, options.diffusion_k)
         if options.diffusion_k is not None:
             return
-        if encoder is None and config.encoder == "gat":
-            raise ValueError(
-                "encoder: MVGRL's exact diffusion is a weighted matrix, which the GAT encoder "
-                "does not take: use encoder gcn or sage, or set diffusion_k"
-            )
         n = data.num_nodes
         cost = n * n * data.num_features * data.x.element_size()
         if encoder is not None and cost > MAX_DENSE_MESSAGE_BYTES:
@@ -153,16 +161,27 @@ class MVGRL(NodeMethod):
                 "in-weights of each node"
             )
 
-    def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
-        super().__init__(config, encoder=encoder, **context)
-        self.diffusion = Diffusion(ALPHA, k=self.options.diffusion_k)
+    def __init__(
+        self,
+        encoder: torch.nn.Module,
+        *,
+        diffusion_k: Annotated[int | None, optional(integer(1))] = None,
+        window_size: Annotated[int | None, optional(integer(2))] = 2_000,
+        windows: Annotated[int, integer(1)] = 4,
+        views: View | tuple[View, View] | None = None,
+        dim: int | None = None,
+        distributed: str | None = None,
+    ) -> None:
+        options = self.Options(diffusion_k=diffusion_k, window_size=window_size, windows=windows)
+        if isinstance(encoder, GraphEncoder):
+            check_diffusion_encoder(encoder.kind, diffusion_k)
+        super().__init__(encoder, options, views=views, dim=dim, distributed=distributed)
+        self.diffusion = Diffusion(ALPHA, k=diffusion_k)
         self.diffusion_encoder = copy.deepcopy(encoder)
         reset(self.diffusion_encoder)
         # the built-in encoder on the exact diffusion propagates on the matrix S itself
         self.matrix_view = exact_builtin(self.diffusion, encoder)
         self.loss = LocalGlobalLoss(self.dim)
-        size = self.options.window_size
-        self.windowed = self.matrix_view and size is not None and size < self.num_nodes
         self._dense: tuple = (None, None, None, None)  # (graph, adjacency, S float64, S)
 
     def default_views(
@@ -172,10 +191,16 @@ class MVGRL(NodeMethod):
         # diffusion_input puts the matrix in its place)
         return Compose([]), Compose([]) if self.matrix_view else self.diffusion
 
+    def windowed(self, num_nodes: int) -> bool:
+        """Whether a step on a graph of ``num_nodes`` trains on windows: the built-in encoder
+        on the exact diffusion, on a graph of more nodes than a window."""
+        size = self.options.window_size
+        return self.matrix_view and size is not None and size < num_nodes
+
     def diffusion_input(self, batch: ViewBatch) -> EncoderInput:
-        """The diffusion view as the diffusion encoder reads it: the trainer's second view,
-        or for the built-in encoder on the exact diffusion the first view's features with
-        the dense matrix :math:`S` of the batch's graph, weighted by its ``edge_weight``
+        """The diffusion view as the diffusion encoder reads it: the second view, or for the
+        built-in encoder on the exact diffusion the first view's features with the dense
+        matrix :math:`S` of the batch's graph, weighted by its ``edge_weight``
         (:meth:`Diffusion.matrix`)."""
         graph, diffusion = batch.views
         if not self.matrix_view:
@@ -183,15 +208,17 @@ class MVGRL(NodeMethod):
         matrix = self.diffusion.matrix(batch.edge_index, batch.num_seeds, batch.edge_weight)
         return replace(graph, graph=matrix.to(torch.get_default_dtype()))
 
-    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
-        if self.windowed:
-            return self.window_loss(encoder, batch)
+    def forward(self, data: Data | ViewBatch) -> Tensor:
+        batch = self.view_batch(data)
+        if self.windowed(batch.num_seeds):
+            return self.window_loss(batch)
         graph, diffusion = batch.views[0], self.diffusion_input(batch)
+        encoder, diffusion_encoder = self.encoder, self.diffusion_encoder
         order = torch.randperm(batch.num_seeds, device=batch.edge_index.device)
-        h_graph, h_diffusion = graph(encoder), diffusion(self.diffusion_encoder)
+        h_graph, h_diffusion = graph(encoder), diffusion(diffusion_encoder)
         # DGI's corruption, one permutation of the feature rows for both views
         c_graph = replace(graph, x=permute_rows(graph.x, order))(encoder)
-        c_diffusion = replace(diffusion, x=permute_rows(diffusion.x, order))(self.diffusion_encoder)
+        c_diffusion = replace(diffusion, x=permute_rows(diffusion.x, order))(diffusion_encoder)
         s_graph, s_diffusion = torch.sigmoid(h_graph.mean(0)), torch.sigmoid(h_diffusion.mean(0))
         return 0.5 * (
             self.loss(h_diffusion, c_diffusion, s_graph) + self.loss(h_graph, c_graph, s_diffusion)
@@ -209,7 +236,7 @@ class MVGRL(NodeMethod):
             self._dense = (graph, adjacency, matrix, diffusion)
         return adjacency, diffusion
 
-    def window_loss(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
+    def window_loss(self, batch: ViewBatch) -> Tensor:
         """The authors' step: the loss on ``windows`` random windows of ``window_size``
         consecutive nodes (the graph's and the diffusion's matrices restricted to them, one
         shuffle of the rows for every window), averaged."""
@@ -226,6 +253,7 @@ class MVGRL(NodeMethod):
             rows = prepare_features(x[nodes], sparse)
             shuffled = permute_rows(rows, order)
             a, s = adjacency[nodes, nodes], diffusion[nodes, nodes]
+            encoder = self.encoder
             h_graph, h_diffusion = encoder.encode(rows, a), self.diffusion_encoder.encode(rows, s)
             c_graph = encoder.encode(shuffled, a)
             c_diffusion = self.diffusion_encoder.encode(shuffled, s)
@@ -237,7 +265,17 @@ class MVGRL(NodeMethod):
             )
         return 0.5 * torch.stack(losses).mean()
 
-    def embedding_model(self, encoder: torch.nn.Module) -> MVGRLEncoder:
+    def embedding_model(self) -> MVGRLEncoder:
         """The sum of the graph encoder's output on the graph and the diffusion encoder's on
         its diffusion (the authors' embedding), as one module."""
-        return MVGRLEncoder(encoder, self.diffusion_encoder, self.diffusion)
+        return MVGRLEncoder(self.encoder, self.diffusion_encoder, self.diffusion)
+
+    def embedding_spec(self) -> dict:
+        """The diffusion's arguments (plain values)."""
+        return self.embedding_model().spec
+
+    @classmethod
+    def embedding_model_of(cls, encoder: torch.nn.Module, spec: dict | None) -> MVGRLEncoder:
+        """Both encoders (the diffusion encoder a copy of ``encoder``'s architecture, its
+        weights to be loaded) around the diffusion ``spec`` describes."""
+        return MVGRLEncoder(encoder, copy.deepcopy(encoder), Diffusion(**spec))

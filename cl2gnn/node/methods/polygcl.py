@@ -4,11 +4,12 @@ spectral polynomial filters."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
+from torch_geometric.data import Data
 from torch_geometric.transforms import Compose
 
 from ..._checks import boolean, integer, number, probability
@@ -19,7 +20,6 @@ from ..encoders.features import ColumnMasked, SparseFeatures, permute_rows
 from ..encoders.graph_encoder import GraphEncoder
 from ..views import View
 from .base import NodeMethod, ViewBatch, register_method
-from .options import MethodOptions, option
 
 
 class PolyGCLFilters(torch.nn.Module):
@@ -130,18 +130,18 @@ class PolyGCLEncoder(torch.nn.Module):
         return self.combine(*self.branches(x, laplacian))
 
 
-@dataclass(frozen=True)
-class PolyGCLOptions(MethodOptions):
-    """The filters' degree and learning rate (the filters' and α, β's; the encoder and the
-    discriminator train at the configuration's ``learning_rate``), the dropout before
-    (``input_dropout``) and after (``filter_dropout``) the filters, and a batch norm of the
-    filtered features (``filter_batch_norm``, the built-in encoder only)."""
-
-    filter_degree: int = option(10, integer(1, 64))
-    filter_lr: float = option(0.01, number(0.0, 1.0, above=True))  # as learning_rate
-    input_dropout: float = option(0.5, probability)
-    filter_dropout: float = option(0.5, probability)
-    filter_batch_norm: bool = option(False, boolean)
+def check_polygcl_encoder(kind: str | None, self_loops: bool, filter_batch_norm: bool) -> None:
+    """What PolyGCL needs of its encoder (``kind``: the built-in encoder's, ``None`` for
+    one's own): the built-in GCN with its self-loops (it reads each node alone, on a graph
+    of self-loops), and the built-in encoder for the filters' batch norm (the input width
+    sizes it)."""
+    if kind == "gcn" and not self_loops:
+        raise ValueError(
+            "self_loops: PolyGCL's encoder reads each node alone (a graph of self-loops): "
+            "the built-in GCN needs self_loops=True"
+        )
+    if filter_batch_norm and kind is None:
+        raise ValueError("filter_batch_norm: needs the built-in encoder (the input width sizes it)")
 
 
 @register_method("polygcl")
@@ -168,37 +168,61 @@ class PolyGCL(NodeMethod):
     their initial values), the filters see the symmetric part of a directed graph, and
     training runs the configuration's epochs (theirs stops on the training loss, patience
     20, and keeps the lowest-loss epoch). The summary is the whole graph's: no mini-batches.
+
+    Args:
+        encoder (torch.nn.Module): the encoder, applied to each node alone.
+        filter_degree (int, optional): the filters' degree :math:`K` (default: ``10``).
+        filter_lr (float, optional): the learning rate of the filters, :math:`\alpha` and
+            :math:`\beta` (:meth:`learning_rates`; the encoder and the discriminator train
+            at the optimiser's) (default: ``0.01``).
+        input_dropout (float, optional): dropout before the filters (default: ``0.5``).
+        filter_dropout (float, optional): dropout after them (default: ``0.5``).
+        filter_batch_norm (bool, optional): a batch norm of the filtered features (the
+            built-in encoder only) (default: ``False``).
+        dim: as :class:`~cl2gnn.node.NodeMethod`'s (no views: the filters are the views).
     """
 
-    Options = PolyGCLOptions
     minibatch = False
     min_batch_size = 2  # one node shuffled is itself: no negative
 
-    def __init__(self, config: NodeConfig, *, encoder: torch.nn.Module, **context) -> None:
-        super().__init__(config, encoder=encoder, **context)
+    @classmethod
+    def check_compatible(cls, options, config, data, encoder) -> None:
+        kind = config.encoder if encoder is None else None
+        check_polygcl_encoder(kind, config.self_loops, options.filter_batch_norm)
+
+    def __init__(
+        self,
+        encoder: torch.nn.Module,
+        *,
+        filter_degree: Annotated[int, integer(1, 64)] = 10,
+        filter_lr: Annotated[float, number(0.0, 1.0, above=True)] = 0.01,  # as learning_rate
+        input_dropout: Annotated[float, probability] = 0.5,
+        filter_dropout: Annotated[float, probability] = 0.5,
+        filter_batch_norm: Annotated[bool, boolean] = False,
+        views: View | tuple[View, View] | None = None,
+        dim: int | None = None,
+        distributed: str | None = None,
+    ) -> None:
+        options = self.Options(
+            filter_degree=filter_degree,
+            filter_lr=filter_lr,
+            input_dropout=input_dropout,
+            filter_dropout=filter_dropout,
+            filter_batch_norm=filter_batch_norm,
+        )
         builtin = isinstance(encoder, GraphEncoder)
-        if builtin and encoder.kind == "gcn" and not encoder.self_loops:
-            raise ValueError(
-                "self_loops: PolyGCL's encoder reads each node alone (a graph of self-loops): "
-                "the built-in GCN needs self_loops=True"
-            )
-        if self.options.filter_batch_norm and not builtin:
-            raise ValueError(
-                "filter_batch_norm: needs the built-in encoder (the input width sizes it)"
-            )
+        check_polygcl_encoder(
+            encoder.kind if builtin else None, not builtin or encoder.self_loops, filter_batch_norm
+        )
+        super().__init__(encoder, options, views=views, dim=dim, distributed=distributed)
         if builtin and encoder.kind == "gcn":
             for conv in encoder.convs:  # their nn.Linear's default init, not GCN's Glorot
                 torch.nn.init.kaiming_uniform_(conv.lin.weight, a=math.sqrt(5))
                 bound = 1.0 / math.sqrt(conv.lin.weight.size(1))
                 torch.nn.init.uniform_(conv.bias, -bound, bound)
         in_channels = encoder.widths[0] if builtin else 0
-        options = self.options
         self.filters = PolyGCLFilters(
-            in_channels,
-            options.filter_degree,
-            options.input_dropout,
-            options.filter_dropout,
-            options.filter_batch_norm,
+            in_channels, filter_degree, input_dropout, filter_dropout, filter_batch_norm
         )
         self.loss = LocalGlobalLoss(self.dim)
         bound = 1.0 / math.sqrt(self.dim)  # nn.Bilinear(d, d, 1)'s default, as their code
@@ -212,11 +236,14 @@ class PolyGCL(NodeMethod):
 
     def learning_rates(self) -> dict[torch.nn.Parameter, float]:
         """The filters' θ, α and β at ``filter_lr`` (the batch norm's at the encoder's)."""
-        own = (p for name, p in self.filters.named_parameters() if not name.startswith("norm."))
-        return dict.fromkeys(own, self.options.filter_lr)
+        filters = self.filters.named_parameters()
+        return dict.fromkeys(
+            (p for name, p in filters if not name.startswith("norm.")), self.options.filter_lr
+        )
 
-    def forward(self, encoder: torch.nn.Module, batch: ViewBatch) -> Tensor:
-        model = self.embedding_model(encoder)
+    def forward(self, data: Data | ViewBatch) -> Tensor:
+        batch = self.view_batch(data)
+        model = self.embedding_model()
         x = batch.views[0].x  # as the encoder reads it: normalised, maybe kept sparse
         if isinstance(x, SparseFeatures | ColumnMasked):
             x = x.to_dense()
@@ -227,7 +254,15 @@ class PolyGCL(NodeMethod):
         summary = torch.relu(model.combine(low, high).mean(0))
         return self.loss(torch.cat([low, high]), torch.cat([low_c, high_c]), summary)
 
-    def embedding_model(self, encoder: torch.nn.Module) -> PolyGCLEncoder:
+    def embedding_model(self) -> PolyGCLEncoder:
         """The encoder on both filters' outputs, combined (the authors' embedding), as one
         module."""
-        return PolyGCLEncoder(encoder, self.filters)
+        return PolyGCLEncoder(self.encoder, self.filters)
+
+    def embedding_spec(self) -> dict:
+        """The filters' arguments (plain values)."""
+        return dict(self.filters.spec)
+
+    @classmethod
+    def embedding_model_of(cls, encoder: torch.nn.Module, spec: dict | None) -> PolyGCLEncoder:
+        return PolyGCLEncoder(encoder, PolyGCLFilters(**spec))

@@ -5,29 +5,20 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from typing import Annotated
 
 import torch
 from torch import Tensor
 from torch_geometric.nn import MLP
 from torch_geometric.nn.inits import reset
 
-from ..._checks import boolean, integer, number
-from ..config import MAX_DEPTH, WIDTH
+from ..._checks import integer, number
+from ..config import MAX_DEPTH
 from .base import ViewBatch
-from .options import MethodOptions, option
 
-
-@dataclass(frozen=True)
-class TargetOptions(MethodOptions):
-    """A predictor of ``predictor_layers`` layers, ``predictor_hidden`` wide, and a target
-    encoder that follows the online one by an exponential moving average of decay
-    ``ema_decay`` (raised to 1 along a cosine with ``ema_cosine``)."""
-
-    predictor_hidden: int = option(512, WIDTH)
-    predictor_layers: int = option(2, integer(0, MAX_DEPTH))
-    ema_decay: float = option(0.99, number(0.0, 1.0))
-    ema_cosine: bool = option(False, boolean)
+# a predictor's layers, and the target's moving-average decay
+PredictorLayers = Annotated[int, integer(0, MAX_DEPTH)]
+Decay = Annotated[float, number(0.0, 1.0)]
 
 
 class TargetEncoder(torch.nn.Module):

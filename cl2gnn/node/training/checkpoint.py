@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
     from .trainer import Trainer
 
 CHECKPOINT = "checkpoint.pt"
-FORMAT, VERSION = "cl2gnn-node-checkpoint", 1
+# 2: the method module holds the encoder (its state dict's keys: encoder.*, head.*, ...)
+FORMAT, VERSION = "cl2gnn-node-checkpoint", 2
 
 
 def load_file(path: Path, what: str) -> object:
@@ -82,6 +84,33 @@ def run_checkpoint(trainer: Trainer, losses: list[float], identity: dict) -> dic
     }
 
 
+class RunState(Mapping):
+    """:func:`run_checkpoint` of a run that ended, its identity completed where it is read:
+    what continues the run is taken when it is made (the modules' tensors, the generators'
+    states), what identifies it (:func:`run_identity`, a pass over the graph's bytes) only
+    when the run is saved or resumed from, not by every run."""
+
+    def __init__(self, trainer: Trainer, losses: list[float]) -> None:
+        self._state = run_checkpoint(trainer, losses, {})
+        self._identify = lambda: run_identity(trainer)
+        self._full: dict | None = None
+
+    def _checkpoint(self) -> dict:
+        if self._full is None:
+            self._full = {**self._state, **self._identify()}
+            self._identify = None  # the trainer (and its graph) no longer held
+        return self._full
+
+    def __getitem__(self, key: str):
+        return self._checkpoint()[key]
+
+    def __iter__(self):
+        return iter(self._checkpoint())
+
+    def __len__(self) -> int:
+        return len(self._checkpoint())
+
+
 def on_cpu(value):
     """``value`` (tensors in dicts, lists and tuples) with every tensor on the CPU."""
     if isinstance(value, Tensor):
@@ -98,7 +127,7 @@ def write_checkpoint(folder: str | Path, checkpoint: dict) -> Path:
     at all; returns its path."""
     path = Path(folder) / CHECKPOINT
     with atomic_path(path) as temporary:
-        torch.save(on_cpu(checkpoint), temporary)
+        torch.save(on_cpu(dict(checkpoint)), temporary)
     return path
 
 

@@ -17,9 +17,10 @@ from ..._checks import integer
 from ...distributed import rank_and_world
 from ..config import NodeConfig
 from ..result import TrainResult
-from .checkpoint import resume_run, run_checkpoint, run_identity, write_checkpoint
+from .checkpoint import RunState, resume_run, run_checkpoint, run_identity, write_checkpoint
 from .fullbatch import FullBatchTrainer
 from .minibatch import MinibatchTrainer
+from .plan import check_schedule
 from .trainer import Trainer
 
 LOG_SECONDS = 1.0  # the losses are read back from the device at most this often
@@ -69,25 +70,27 @@ def fit(
     end = (
         config.epochs if stop_after is None else integer(0, config.epochs)(stop_after, "stop_after")
     )
-    if checkpoint_every and checkpoint is None:
-        raise ValueError("checkpoint_every needs checkpoint, the folder to write it to")
-    single = rank_and_world()[1] == 1  # under a process group each rank's draws are its own
-    if not single and (resume is not None or checkpoint_every):
-        raise ValueError("resume and checkpoint_every: a run of one process only")
-    if config.patience is not None and (not single or resume is not None or checkpoint_every):
-        raise ValueError(
-            "patience: a run of one process, not resumed and without checkpoint_every (the "
-            "lowest-loss weights it keeps are not saved)"
-        )
-    lowest = LowestLoss(trainer.model) if config.patience is not None else None
-    identity = run_identity(trainer) if single else None
+    world = rank_and_world()[1]
+    check_schedule(
+        config,
+        resume=resume is not None,
+        checkpoint_every=checkpoint_every,
+        folder=resume is not None or checkpoint is not None,
+        world=world,
+    )
+    single = world == 1  # under a process group each rank's draws are its own
+    lowest = LowestLoss(trainer.method) if config.patience is not None else None
+    # the graph's digest, a pass over its bytes, where a checkpoint is read or written now
+    identity = None
+    if single and (resume is not None or checkpoint_every):
+        identity = run_identity(trainer)
     losses = [] if resume is None else resume_run(trainer, resume, identity)
     pending, snapshots, states, start = [], {}, {}, len(losses)
 
     def keep(epoch: int) -> None:
         snapshots[epoch] = trainer.embed()
         if epoch in snapshot_at:  # copies: the training goes on in place
-            model = trainer.method.embedding_model(trainer.encoder)
+            model = trainer.method.embedding_model()
             states[epoch] = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     if start == 0 and 0 in snapshot_at:
@@ -123,18 +126,18 @@ def fit(
             write_checkpoint(checkpoint, run_checkpoint(trainer, losses, identity))
         if snapshot or saving:
             mark = time.perf_counter()
-        if lowest is not None and lowest.stale(losses[-1]) >= config.patience:
+        if lowest is not None and lowest.epochs_since_lowest(losses[-1]) >= config.patience:
             break
     if lowest is not None:
         lowest.restore()
     # before embedding: what continues the run
-    state = run_checkpoint(trainer, losses, identity) if single else None
+    state = RunState(trainer, losses) if single else None
     # the first epoch's one-off costs left out, unless it is the only one (none: untrained)
     run = len(losses) - start
     epoch_ms = 1000.0 * (later / (run - 1) if run > 1 else first)
     kept = lowest is None and end in snapshots  # else the restored weights'
     final = snapshots[end] if kept else trainer.embed()
-    encoder = trainer.method.embedding_model(trainer.encoder).eval()
+    encoder = trainer.method.embedding_model().eval()
     return TrainResult(
         final,
         losses,
@@ -159,7 +162,7 @@ class LowestLoss:
     each epoch, held when its loss is the lowest."""
 
     def __init__(self, model: torch.nn.Module) -> None:
-        self.model = getattr(model, "module", model)
+        self.model = model
         self.lowest, self.since = math.inf, 0
         self.best: dict[str, Tensor] | None = None
         self.start: dict[str, Tensor] | None = None
@@ -168,7 +171,7 @@ class LowestLoss:
     def before_epoch(self) -> None:
         self.start = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
-    def stale(self, loss: float) -> int:
+    def epochs_since_lowest(self, loss: float) -> int:
         """The epochs since the lowest loss, after the epoch whose loss is ``loss``."""
         if loss < self.lowest:
             self.lowest, self.since, self.best = loss, 0, self.start

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import torch
 from torch import Tensor
 
+from ..._validation import without_value_checks
 from ..encoders.propagation import ViewGraphs
 from ..methods import ViewBatch
 from .trainer import Trainer
@@ -38,21 +38,20 @@ class FullBatchTrainer(Trainer):
         else:
             x = prepared = self.x
         views = [
-            self.view_input(view, x, prepared, self.edge_index, self.graphs) for view in self.views
+            self.view_input(view, x, prepared, self.edge_index, self.graphs)
+            for view in self.method.views
         ]
-        loss = self.loss(ViewBatch(views, self.edge_index, self.num_nodes, self.weight))
+        # the inputs were checked where they entered (the graph, the views' edges): the
+        # losses' value-reading checks, each a wait for the device, are skipped (a
+        # non-finite loss stops fit instead)
+        with without_value_checks():
+            loss = self.model(ViewBatch(views, self.edge_index, self.num_nodes, self.weight))
         self.optimise(loss)
         return loss.detach()
 
     def epoch(self) -> Tensor:
         return self.step()  # on the device: fit reads the losses back per log interval
 
-    @torch.no_grad()
     def embed(self) -> Tensor:
         """Every node's embedding by the frozen encoder on the clean graph."""
-        encoder = self.encoder
-        was_training = encoder.training
-        encoder.eval()
-        out = self.method.embed(encoder, self.x, self.edge_index, self.weight).cpu()
-        encoder.train(was_training)
-        return out
+        return self.method.embed(self.x, self.edge_index, self.weight).cpu()

@@ -36,15 +36,15 @@ from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.data import Data
 
 from ..._checks import integer
+from ..._validation import without_value_checks
 from ...distributed import rank_and_world
 from ...distributed.launch import stream_seed
 from ...graphs import neighbor_loader
 from ..config import NodeConfig
 from ..encoders.features import is_sparse, prepare_features
-from ..encoders.own import checked_output
 from ..encoders.propagation import ValuedGraph, ViewGraphs, first_rows
+from ..encoders.user import checked_output
 from ..methods import ViewBatch
-from ..methods.contrastive import ContrastiveMethod
 from .inference import full_neighborhood, layerwise_embeddings
 from .sampler import SeedBatches
 from .trainer import Trainer
@@ -133,7 +133,7 @@ class MinibatchTrainer(Trainer):
         self.edge_index = data.edge_index
         self.sparse = is_sparse(self.x)
         if world > 1:
-            self.model = DistributedDataParallel(self.model)
+            self.model = DistributedDataParallel(self.method)
         torch.manual_seed(stream_seed(seed, RANK_STREAM, rank))
         graph = Data(x=self.x, edge_index=data.edge_index, num_nodes=n)
         self.loader = neighbor_loader(graph, self.plan.fan_outs, batch_sampler=self.batches)
@@ -147,9 +147,9 @@ class MinibatchTrainer(Trainer):
         # would change (GAT's edge lists are not trimmed)
         self.trim = (
             self.builtin
-            and isinstance(self.method, ContrastiveMethod)
+            and self.method.reads_seed_rows_only
             and not config.batch_norm
-            and config.encoder != "gat"
+            and self.encoder.kind != "gat"
         )
 
     def generators(self) -> dict[str, torch.Generator]:
@@ -163,8 +163,9 @@ class MinibatchTrainer(Trainer):
         edges = batch.edge_index.to(device)
         prepared = prepare_features(x, self.sparse) if self.builtin else x
         graphs = self.view_graphs(batch.n_id, edges, seeds) if self.builtin else None
-        views = [self.view_input(view, x, prepared, edges, graphs) for view in self.views]
-        loss = self.loss(ViewBatch(views, edges, seeds))
+        views = [self.view_input(view, x, prepared, edges, graphs) for view in self.method.views]
+        with without_value_checks():  # the inputs were checked where they entered
+            loss = self.model(ViewBatch(views, edges, seeds))
         self.optimise(loss)
         return loss.detach()
 

@@ -19,20 +19,22 @@ from dataclasses import dataclass, replace
 import torch
 from torch_geometric.data import Data
 
-from ..config import NodeConfig, check_option_names
+from ...distributed import rank_and_world
+from ..config import DEFAULTS, NodeConfig, check_option_names
 from ..encoders.graph_encoder import ENCODER_ARGUMENTS
-from ..encoders.own import PROBE_WEIGHTS, check_encoder, uses_edge_weight
+from ..encoders.user import PROBE_WEIGHTS, check_encoder, uses_edge_weight
 from ..inputs import check_graph
 from ..methods import REGISTRY, NodeMethod, check_method_takes, method_type
 from ..methods.options import MethodOptions
 
+DEFAULT_MODE = DEFAULTS["distributed"]  # a process group's negatives, where none is set
 # the fields something else reads too: GraphACL's neighbors include the node itself
 # (self_loops), and the row normalisation is a data transform before an encoder of one's own
-# (cl2gnn.node.encoders.own.feature_transform)
-READ_BEYOND_THE_ENCODER = ("self_loops", "normalize_features")
+# (cl2gnn.node.encoders.user.feature_transform)
+FIELDS_READ_ELSEWHERE = ("self_loops", "normalize_features")
 # the fields only the built-in encoder reads: an encoder of one's own would ignore them
 BUILTIN_ONLY = tuple(
-    field for field in ENCODER_ARGUMENTS.values() if field not in READ_BEYOND_THE_ENCODER
+    field for field in ENCODER_ARGUMENTS.values() if field not in FIELDS_READ_ELSEWHERE
 )
 
 
@@ -45,12 +47,19 @@ def for_own_encoder(config: NodeConfig) -> NodeConfig:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What a checked run trains: the method's class and options, and the sampler's
-    fan-outs (mini-batches; ``None``: full batch)."""
+    """What a checked run trains: the method's class and options, the configuration, and
+    the sampler's fan-outs (mini-batches; ``None``: full batch)."""
 
     method: type[NodeMethod]
     options: MethodOptions
+    config: NodeConfig
     fan_outs: tuple[int, ...] | None
+
+    def build(self, data: Data, **context) -> NodeMethod:
+        """The method this plan checked, on ``data``
+        (:meth:`~cl2gnn.node.NodeMethod.build`: ``encoder``, ``views``, ``distributed``,
+        ``generator``)."""
+        return self.method.build(self.options, self.config, data, **context)
 
 
 def check_run(
@@ -81,7 +90,49 @@ def check_run(
     fan_outs = None
     if config.batch_size is not None:
         fan_outs = sampled_hops(config, encoder)
-    return RunPlan(cls, options, fan_outs)
+    return RunPlan(cls, options, config, fan_outs)
+
+
+def check_schedule(
+    config: NodeConfig | None,
+    *,
+    auto: bool = False,
+    select_epoch: bool = False,
+    resume: bool = False,
+    checkpoint_every: int = 0,
+    folder: bool = True,
+    world: int | None = None,
+) -> None:
+    """What resuming a run, writing its checkpoints and choosing its epoch go with: a
+    checkpoint needs the folder to write it to (``folder``), and is a state of one
+    process's run of a named method (method ``"auto"`` and ``select_epoch`` choose again,
+    and hand back an earlier checkpoint than the run's state); ``patience`` stops a run of
+    one process on its loss, neither resumed, written along the way nor chosen among its
+    checkpoints. ``world``: the processes (default: the process group's)."""
+    world = rank_and_world()[1] if world is None else world
+    saving = resume or bool(checkpoint_every)
+    if saving and not folder:
+        what = "resume" if resume else "checkpoint_every"
+        raise ValueError(f"{what}: needs the run's folder (checkpoint=, or --save DIR)")
+    if saving and (auto or select_epoch):
+        raise ValueError(
+            "resume and checkpoint_every: method 'auto' chooses again (so does select_epoch, "
+            "and hands back an earlier checkpoint than the run's state); train the chosen "
+            "method with its configuration (result.choice)"
+        )
+    if saving and world > 1:
+        raise ValueError("resume and checkpoint_every: a run of one process only (not torchrun)")
+    patience = None if config is None else config.patience
+    if patience is not None and select_epoch:
+        raise ValueError(
+            f"select_epoch: NodeConfig.patience={patience} stops the run on its loss, "
+            "before the checkpoints select_epoch would choose among: use one of them"
+        )
+    if patience is not None and (world > 1 or saving):
+        raise ValueError(
+            "patience: a run of one process, not resumed and without checkpoint_every (the "
+            "lowest-loss weights it keeps are not saved)"
+        )
 
 
 def check_method_graph(cls: type[NodeMethod], data: Data) -> None:
@@ -114,6 +165,15 @@ def check_batching(
     """Mini-batches and a process group only for the methods that take them: no weighted
     graph in mini-batches, no sampled keys across ranks."""
     label = cls.name if cls.name != "callable" else "a callable objective"
+    if config.batch_size is None:  # a full-batch run: nothing of mini-batches set
+        if config.num_neighbors is not None or config.distributed != DEFAULT_MODE:
+            set_ = "num_neighbors" if config.num_neighbors is not None else "distributed"
+            raise ValueError(
+                f"NodeConfig.{set_}={getattr(config, set_)!r}: mini-batch training's; set "
+                "batch_size (--batch-size) or leave it unset"
+            )
+        if rank_and_world()[1] > 1:
+            raise ValueError("batch_size: under torchrun the nodes train in mini-batches")
     if config.batch_size is not None:
         if not cls.minibatch:
             takes = tuple(n for n, c in REGISTRY.items() if c.minibatch)
@@ -141,7 +201,7 @@ def check_own_encoder(
     """Beside an encoder of one's own: the built-in encoder's fields (:data:`BUILTIN_ONLY`)
     at their defaults (they would be ignored), and weighted edges (the graph's, or a method's
     weighted views: ``weighted_views``) only for an encoder whose output reads them
-    (:func:`~cl2gnn.node.encoders.own.uses_edge_weight`: by what it does, not its
+    (:func:`~cl2gnn.node.encoders.user.uses_edge_weight`: by what it does, not its
     signature)."""
     check_encoder(encoder)
     defaults = NodeConfig()

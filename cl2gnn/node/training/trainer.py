@@ -12,50 +12,28 @@ import torch
 from torch import Tensor
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
-from torch_geometric.transforms import Compose
 
-from ..._validation import values_unread
 from ...distributed.launch import _first_line as first_line
 from ..config import NodeConfig
 from ..encoders.features import with_column_mask
-from ..encoders.graph_encoder import GraphEncoder
-from ..encoders.own import feature_transform, output_width
+from ..encoders.user import feature_transform
 from ..inputs import check_view
-from ..methods import EncoderInput, NodeMethod, ViewBatch, make_method
-from ..views import View, view_masks, view_pair
+from ..methods import EncoderInput
+from ..views import View, made_by_library, view_masks
 from .plan import check_run
 
 
-class EncoderAndMethod(torch.nn.Module):
-    """The encoder and the method as one module, whose forward is a step's loss (so that
-    DDP sees one forward per step, and every trainable parameter in it)."""
-
-    def __init__(self, encoder: torch.nn.Module, method: NodeMethod) -> None:
-        super().__init__()
-        self.encoder, self.method = encoder, method
-
-    def forward(self, batch: ViewBatch) -> Tensor:
-        return self.method(self.encoder, batch)
-
-
-def library_view(view: View) -> bool:
-    """Whether ``view`` is made of the library's views alone (``edges_in_range``: their
-    edges are the input's, a subset or reweighting of them, or computed from them), whose
-    output needs no range check (a host sync per view on a GPU)."""
-    if isinstance(view, Compose):
-        return all(library_view(step) for step in view.transforms)
-    return getattr(view, "edges_in_range", False) is True
-
-
 def parameter_groups(
-    params: list[torch.nn.Parameter], own: dict[torch.nn.Parameter, float], learning_rate: float
+    params: list[torch.nn.Parameter],
+    rates_of: dict[torch.nn.Parameter, float],
+    learning_rate: float,
 ) -> list[dict]:
-    """The optimiser's groups: ``params`` at ``learning_rate``, those in ``own`` (a method's
+    """The optimiser's groups: ``params`` at ``learning_rate``, those in ``rates_of`` (a method's
     :meth:`~cl2gnn.node.methods.NodeMethod.learning_rates`) at theirs, kept as a scale of
     ``learning_rate`` (``lr_scale``) for a schedule to scale alike."""
     rates: dict[float, list[torch.nn.Parameter]] = {}
     for param in params:
-        rates.setdefault(own.get(param, learning_rate), []).append(param)
+        rates.setdefault(rates_of.get(param, learning_rate), []).append(param)
     return [
         {"params": group}
         if rate == learning_rate
@@ -72,7 +50,7 @@ class Trainer:
     ``edge_weight=`` where the graph has weights) returning ``[N, d]`` (checked at every
     call), of which the run trains a copy (the module given is left as it is), given
     ``data.x`` after :attr:`transform`
-    (:func:`~cl2gnn.node.encoders.own.feature_transform`); ``None``:
+    (:func:`~cl2gnn.node.encoders.user.feature_transform`); ``None``:
     the built-in :class:`~cl2gnn.node.GraphEncoder` of ``config``. ``augment``: one view
     (``Data -> Data``, a PyG transform) for both, a pair, or ``None`` (the configuration's
     edge dropping and feature masking); a view not made of the library's own has its output
@@ -105,29 +83,22 @@ class Trainer:
         self.edge_weight = data.get("edge_weight")
         self.builtin = encoder is None
         seed_everything(seed)
-        if self.builtin:
-            encoder = GraphEncoder.from_config(data.num_features, config)
-        else:  # the user's module stays as it was given: each run trains a copy of its own
+        if not self.builtin:  # the user's module stays as it was given: each run trains a copy
             encoder = copy.deepcopy(encoder)
-        self.transform = feature_transform(config, encoder)
-        if self.builtin:
-            dim = config.out_channels
-        else:
-            dim = output_width(encoder, self.features(data), data.edge_index)
-        self.encoder = encoder
-        self.method = make_method(
-            method,
-            config,
-            dim=dim,
-            num_nodes=data.num_nodes,
-            graph=data.edge_index,
+        self.transform = None if self.builtin else feature_transform(config, encoder)
+        objective = {"objective": method} if callable(method) else {}
+        self.method = self.plan.build(
+            data,
+            encoder=encoder,
+            views=augment,
             distributed=distributed,
-            encoder=self.encoder,
-        )
-        self.views = view_pair(augment, self.method.default_views(config, mask_generator))
-        self.model = EncoderAndMethod(self.encoder, self.method).to(device)
+            generator=mask_generator,
+            **objective,
+        ).to(device)
+        self.encoder = self.method.encoder
+        self.model = self.method  # what a step calls (under torchrun, its DDP wrapper)
         self.label = getattr(self.method, "label", self.method.name)
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        params = [p for p in self.method.parameters() if p.requires_grad]
         # fused on CUDA: one launch for every parameter, and no read of the step counters
         fused = bool(params) and all(p.is_cuda for p in params)
         self.optimizer = torch.optim.Adam(
@@ -160,13 +131,13 @@ class Trainer:
             data.edge_weight = self.edge_weight.to(x.device)
         if not self.builtin:
             out = view(data)
-            if not library_view(view):
+            if not made_by_library(view):
                 check_view(out, x.size(0))
             return EncoderInput(out.x, out.edge_index, out.get("edge_weight"))
         masks = view_masks(view, data)
         if masks is None:  # a view of its own: its features and edges are what it says
             out = view(copy.copy(data))
-            if not library_view(view):
+            if not made_by_library(view):
                 check_view(out, x.size(0))
             features = prepared if out.x is x else out.x
             graph = graphs.of(out.edge_index, out.get("edge_weight"))
@@ -191,14 +162,6 @@ class Trainer:
         done = (step - warmup) / max(self.total_steps - warmup, 1)
         return config.learning_rate * 0.5 * (1 + math.cos(math.pi * done))
 
-    def loss(self, batch: ViewBatch) -> Tensor:
-        """The method's loss on ``batch``. Its inputs were checked where they entered (the
-        graph, the views' edges), so the losses' value-reading checks, each a wait for the
-        device, are skipped: a non-finite loss stops :func:`~cl2gnn.node.training.fit.fit`
-        instead."""
-        with values_unread():
-            return self.model(batch)
-
     def optimise(self, loss: Tensor) -> None:
         """One optimiser step on ``loss``, then the method's :meth:`~NodeMethod.after_step`."""
         self.optimizer.zero_grad(set_to_none=True)
@@ -208,7 +171,7 @@ class Trainer:
                 group["lr"] = self.learning_rate(self.steps) * group.get("lr_scale", 1.0)
         self.optimizer.step()
         self.steps += 1
-        self.method.after_step(self.encoder, min(1.0, self.steps / self.total_steps))
+        self.method.after_step(min(1.0, self.steps / self.total_steps))
 
     def generators(self) -> dict[str, torch.Generator]:
         """The run's own random generators beside torch's global ones (the default views'
@@ -222,13 +185,12 @@ class Trainer:
         (the learning-rate schedule's and the moving average's position) and the random
         generators' states: torch's on the CPU and on the training device, and
         :meth:`generators`. The tensors are the modules' own (not copies)."""
-        model = getattr(self.model, "module", self.model)  # under DDP, the module it wraps
         rng = {"cpu": torch.get_rng_state()}
         if torch.device(self.device).type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
         rng |= {name: generator.get_state() for name, generator in self.generators().items()}
         return {
-            "model": model.state_dict(),
+            "model": self.method.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "steps": self.steps,
             "rng": rng,
@@ -237,9 +199,8 @@ class Trainer:
     def load_state_dict(self, state: dict) -> None:
         """Continue from :meth:`state_dict`'s ``state`` (of a run of the same method,
         configuration and graph); ``ValueError`` naming the entry that does not fit."""
-        model = getattr(self.model, "module", self.model)
         try:
-            model.load_state_dict(state["model"])
+            self.method.load_state_dict(state["model"])
         except (RuntimeError, TypeError, AttributeError) as error:
             raise ValueError(f"model: {first_line(error)}") from None
         try:
