@@ -119,3 +119,19 @@ def test_every_library_module_imports_with_the_applications_blocked():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+PACKAGES = sorted(m for m, p in MODULES.items() if p.name == "__init__.py")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_every_exported_name_of_every_package_resolves(package):
+    """``from package import *`` and ``package.name`` work for every name ``__all__`` lists
+    (``cl2gnn.node.ProjectionHead`` once named a module that did not hold it)."""
+    import importlib
+
+    module = importlib.import_module(package)
+    missing = [name for name in getattr(module, "__all__", ()) if not hasattr(module, name)]
+    assert missing == []
+    namespace = {}
+    exec(f"from {package} import *", namespace)  # the star import reads the same list
