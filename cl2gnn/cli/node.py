@@ -140,9 +140,10 @@ def add_node_command(sub) -> None:
     node = sub.add_parser(
         "node",
         help="node-level contrastive learning + logistic-regression evaluation",
-        description="Train a GRACE-style encoder with a cl2gnn objective for several seeds "
-        "and report the frozen embeddings' probe score (accuracy, or ROC-AUC for two "
-        "classes; percent, mean ± std over the seeds).",
+        description="Train a node encoder self-supervised for several seeds (by default "
+        "method auto: the candidate that scores best on the graph's validation nodes; "
+        "--quick for a first look) and report the frozen embeddings' probe score "
+        "(accuracy, or ROC-AUC for two classes; percent, mean ± std over the seeds).",
     )
     node.add_argument(
         "--dataset",

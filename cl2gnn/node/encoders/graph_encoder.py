@@ -1,6 +1,6 @@
-"""GRACE's encoder (graph convolutions, all but the last twice the output width), of any
-depth, with GAT and GraphSAGE options and three read-outs for the probe, and GRACE's
-projection head."""
+"""The built-in encoder, GRACE's (graph convolutions, all but the last twice the output
+width), of any depth, with GAT and GraphSAGE options and three read-outs for the probe (the
+methods' heads are theirs: :mod:`cl2gnn.node.methods.heads`)."""
 
 from __future__ import annotations
 

@@ -135,36 +135,55 @@ def run_experiment(
     select_epoch: bool = False,
     **fields,
 ) -> list[dict]:
-    """One result dict per protocol: scores in percent (accuracy, or ROC-AUC for two
-    classes), mean ± std over the seeds. ``method`` defaults to ``"auto"``: the candidate
-    with the best validation score on the graph (:func:`~cl2gnn.node.evaluation.auto.choose_method`,
-    on the first protocol's validation nodes of the first seeds, within ``auto_budget``
-    seconds; its runs on those seeds are kept), named under ``"chosen"`` with every
-    candidate's score under ``"candidates"``. ``protocols``
-    default to ``("splits",)`` where the dataset ships splits, else ``("grace",)``;
-    ``seeds`` to the number of shipped splits under ``splits`` (seed ``i`` trains on split
-    ``i``), else 10; they run from ``first_seed`` (``first_seed … first_seed + seeds - 1``).
-    The configuration is :func:`configure`'s of the method's default (of every candidate's
-    with ``"auto"``): ``config``, a ``--config`` file's fields; ``out_channels`` and ``fields``,
-    :class:`~cl2gnn.node.NodeConfig` fields, ``None`` keeping the default. ``baselines``
-    adds each of :data:`BASELINES`, scored on the same splits, under ``"baselines"``.
-    ``save``: a folder for each seed's trained encoder, embeddings, losses and state
-    (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`). ``run_folder`` (default:
-    ``save``) is the run's own folder where ``save`` stages it: ``checkpoint_every`` writes
-    each seed's state there every that many epochs (:func:`checkpoint_folder`), and
-    ``resume`` continues each seed from the checkpoint it has there
-    (:func:`resume_folders`; a named method only). ``select_epoch`` (always, with ``"auto"``):
-    the training length chosen as ``"auto"`` chooses it, the checkpoint (0, 1/8, 1/4, 1/2 or
-    all of the epochs) with the best validation mean on the scoring seeds
-    (:func:`~cl2gnn.node.evaluation.auto.scoring_seeds`), every seed's model taken there
-    (``"chosen_epoch"``; 0: the untrained encoder, training did not help).
+    """The experiment of ``cl2gnn node``: a method (or method ``"auto"``'s choice) trained
+    for several seeds, its frozen embeddings probed under every protocol, beside the
+    baselines where asked; one result dict per protocol, scores in percent (accuracy, or
+    ROC-AUC for two classes), mean ± std over the seeds.
 
+    Args:
+        dataset: a graph's name (:func:`~cl2gnn.datasets.load_node_dataset`) or a ``.npz``
+            path; a named graph takes its published configuration where it has one
+            (``default_config(..., graph=name)``).
+        method: a registered method, or ``"auto"`` (the default): the candidate, and its
+            checkpoint, with the best validation score on the graph
+            (:func:`~cl2gnn.node.evaluation.auto.choose_method`, on the first protocol's
+            validation nodes of the first seeds; its runs on those seeds are kept, the
+            other seeds stop at the chosen epoch), named under ``"chosen"`` with every
+            candidate's score under ``"candidates"``.
+        protocols: default ``("splits",)`` where the dataset ships splits, else
+            ``("grace",)``.
+        seeds: default the shipped splits' number under ``splits`` (seed ``i`` trains on
+            split ``i``), else 10; they run from ``first_seed``.
+        root: the data root (default ``$CL2GNN_DATA``, else download).
+        device: where to train.
+        progress: progress bars, and a line per auto candidate.
+        baselines: also score each of :data:`BASELINES` on the same splits
+            (``"baselines"``).
+        first_seed: the first seed (``first_seed … first_seed + seeds - 1``).
+        probe_timeout: under ``torchrun``, how long the other ranks wait for rank 0's probe
+            of a seed (default ``$CL2GNN_WAIT_TIMEOUT``, else 4 hours), on a gloo group of
+            their own (NCCL's 10 minutes would stop them while a large graph is probed).
+        config: a ``--config`` file's (or ``--set``'s) fields over the method's
+            configuration (:func:`configure`; every candidate's with ``"auto"``).
+        save: a folder for each seed's encoder, embeddings, losses and state
+            (``save/seed_<k>/``, :meth:`~cl2gnn.node.TrainResult.save`).
+        out_channels: the encoder's last width and the head's (:func:`configure`).
+        auto_budget: with ``"auto"``, start no candidate after this many seconds.
+        resume: continue each seed from its checkpoint in ``run_folder``
+            (:func:`resume_folders`; a named method only); the JSON's ``"resumed_from"``
+            says where each seed went on from.
+        checkpoint_every: write each seed's state there every that many epochs
+            (:func:`checkpoint_folder`).
+        run_folder: the run's own folder where ``save`` stages it (default: ``save``).
+        select_epoch: the training length chosen as ``"auto"`` chooses it (always, with
+            ``"auto"``): the checkpoint (0, 1/8, 1/4, 1/2 or all of the epochs) with the best
+            validation mean on the scoring seeds, every seed's model taken there
+            (``"chosen_epoch"``; 0: the untrained encoder, training did not help).
+        fields: :class:`~cl2gnn.node.NodeConfig` fields and options (``None`` keeps one).
 
-    Under ``torchrun`` (a process group of several ranks, mini-batch training) every rank
-    trains, rank 0 alone shows progress, probes and saves; the other ranks return ``[]``.
-    They wait for each seed's probe up to ``probe_timeout`` seconds (default
-    ``$CL2GNN_WAIT_TIMEOUT``, else 4 hours), on a gloo group of their own: the process
-    group's timeout (NCCL's 10 minutes) would stop them while a large graph's probe runs."""
+    What goes with what is :mod:`cl2gnn.node.training.plan`'s, refused before any training.
+    Under ``torchrun`` (mini-batches across a process group) every rank trains, rank 0 alone
+    shows progress, probes and saves; the other ranks return ``[]``."""
     wait_timeout(probe_timeout)  # a bad value fails before any work
     data = load_node_dataset(dataset, root)
     method = method or AUTO
