@@ -33,6 +33,7 @@ SCRIPTS = {
     "distributed": "benchmarks/speed/distributed.py",
     "epoch_counts": "benchmarks/speed/epoch_counts.py",
     "epoch_profile": "benchmarks/speed/epoch_profile.py",
+    "first_command": "benchmarks/speed/first_command.py",
     "fullgraph_step": "benchmarks/speed/fullgraph_step.py",
     "gca_zero_columns": "benchmarks/decisions/gca_zero_columns.py",
     "image_ssl": "benchmarks/accuracy/image_ssl.py",
