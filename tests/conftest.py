@@ -100,12 +100,13 @@ def node_method(name, num_nodes, width, temperature, graph=None, **config):
 
 def objective(method):
     """``method``'s loss as a function of the projections and the encoder outputs,
-    ``(z1, z2, h1, h2) -> loss``: its forward on the views ``h1, h2`` (an encoder passing
-    them through), its head giving ``z1, z2``."""
+    ``(z1, z2, h1, h2) -> loss``: its forward on the views ``h1, h2`` (its encoder, for the
+    call, one passing them through), its head giving ``z1, z2``."""
     from cl2gnn.node import EncoderInput, ViewBatch
 
     def loss(z1, z2, h1, h2):
         head, method.head = method.head, GivenProjections([z1, z2])
+        encoder, method.encoder = method.encoder, Passthrough()
         try:
             edges = torch.empty(2, 0, dtype=torch.long, device=z1.device)
             h1 = z1 if h1 is None else h1
@@ -113,7 +114,7 @@ def objective(method):
             batch = ViewBatch([EncoderInput(h1, edges), EncoderInput(h2, edges)], edges, len(h1))
             return method(batch)
         finally:
-            method.head = head
+            method.head, method.encoder = head, encoder
 
     return loss
 

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from cl2gnn.cli.node_arguments import checked_entries
-from cl2gnn.node.config import config_from_dict
+from cl2gnn.node.config import FIELDS, config_from_dict
 
 
 def check_entry(entry: object) -> None:
@@ -29,7 +29,7 @@ def check_entry(entry: object) -> None:
     allowed) as they are."""
     if not isinstance(entry, dict):
         raise argparse.ArgumentTypeError(f"must be a JSON object, got {entry!r}")
-    fields = {field: value for field, value in entry.items() if field != "method"}
+    fields = {field: value for field, value in entry.items() if field in FIELDS}
     try:
         config = config_from_dict(fields)  # each field, then NodeConfig's own checks
         if "layers" in fields:  # one fan-out per layer (else the method's depth decides)

@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from cl2gnn.cli.main import build_parser, main
-from cl2gnn.cli.node import reproduce
+from cl2gnn.cli.node_output import reproduce
 from cl2gnn.node import default_config
 from cl2gnn.node.evaluation.experiment import configure
 from cl2gnn.node.presets import candidates

@@ -282,7 +282,7 @@ def test_a_checkpoint_that_needs_code_to_load_is_refused(tmp_path):
 
 
 def test_checkpoint_every_needs_a_folder_and_auto_resumes_nothing(tmp_path):
-    with pytest.raises(ValueError, match="checkpoint_every needs checkpoint"):
+    with pytest.raises(ValueError, match="checkpoint_every: needs the run's folder"):
         train("grace", 2, checkpoint_every=1)
     with pytest.raises(ValueError, match=r"checkpoint_every must be an integer in \[0, "):
         train("grace", 2, checkpoint=tmp_path, checkpoint_every=-1)
@@ -367,9 +367,9 @@ def test_cli_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch, capsys
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--resume"], "--resume needs --save DIR"),
-        (["--checkpoint-every", "2"], "--checkpoint-every needs --save DIR"),
-        (["--save", "D", "--resume", "--method", "auto"], "--resume: give --method"),
+        (["--resume"], r"resume: needs the run's folder \(checkpoint=, or --save DIR\)"),
+        (["--checkpoint-every", "2"], "checkpoint_every: needs the run's folder"),
+        (["--save", "D", "--resume", "--method", "auto"], "method 'auto' chooses again"),
         (["--save", "D", "--checkpoint-every", "0"], r"--checkpoint-every: .*in \[1, "),
     ],
 )

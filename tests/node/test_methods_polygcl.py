@@ -141,7 +141,7 @@ def test_the_embedding_is_alpha_high_plus_beta_low_of_the_encoder_on_each_node()
     """result.encoder's output: the built-in one-layer encoder reads the filtered features
     alone (no propagation over the graph on top of the filters)."""
     method, encoder = method_and_encoder()
-    model = method.embedding_model(encoder).eval()
+    model = method.embedding_model().eval()
     assert isinstance(model, PolyGCLEncoder)
     x = torch.randn(N, F, dtype=f64)
     lin = encoder.convs[0]

@@ -410,8 +410,8 @@ def test_two_processes_equal_one_process_on_the_same_global_batches(single_proce
         (["--batch-size", "64", "--num-neighbors", "10", "-2"], "--num-neighbors"),
         (["--batch-size", "64", "--num-neighbors", "10"], "num_neighbors needs one fan-out"),
         (["--batch-size", "64", "--layers", "3", "--num-neighbors", "10"], "num_neighbors needs"),
-        (["--num-neighbors", "5", "5"], "--num-neighbors needs --batch-size"),
-        (["--distributed", "ring"], "--distributed needs --batch-size"),
+        (["--num-neighbors", "5", "5"], "NodeConfig.num_neighbors=(5, 5): mini-batch training's"),
+        (["--distributed", "ring"], "NodeConfig.distributed='ring': mini-batch training's"),
         (["--batch-size", "64", "--distributed", "all"], "--distributed"),
     ],
 )
@@ -433,7 +433,9 @@ def test_cli_under_torchrun_needs_batch_size(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["node", "--epochs", "1"])
     assert exit_.value.code == 2
-    assert "under torchrun, cl2gnn node needs --batch-size" in capsys.readouterr().err
+    assert (
+        "under torchrun the nodes train in mini-batches (--batch-size)" in capsys.readouterr().err
+    )
 
 
 def test_cli_minibatch_run_writes_its_settings(tmp_path):

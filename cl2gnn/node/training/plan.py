@@ -111,15 +111,15 @@ def check_schedule(
     checkpoints. ``world``: the processes (default: the process group's)."""
     world = rank_and_world()[1] if world is None else world
     saving = resume or bool(checkpoint_every)
-    if saving and not folder:
-        what = "resume" if resume else "checkpoint_every"
-        raise ValueError(f"{what}: needs the run's folder (checkpoint=, or --save DIR)")
     if saving and (auto or select_epoch):
         raise ValueError(
             "resume and checkpoint_every: method 'auto' chooses again (so does select_epoch, "
             "and hands back an earlier checkpoint than the run's state); train the chosen "
             "method with its configuration (result.choice)"
         )
+    if saving and not folder:
+        what = "resume" if resume else "checkpoint_every"
+        raise ValueError(f"{what}: needs the run's folder (checkpoint=, or --save DIR)")
     if saving and world > 1:
         raise ValueError("resume and checkpoint_every: a run of one process only (not torchrun)")
     patience = None if config is None else config.patience
@@ -132,6 +132,24 @@ def check_schedule(
         raise ValueError(
             "patience: a run of one process, not resumed and without checkpoint_every (the "
             "lowest-loss weights it keeps are not saved)"
+        )
+
+
+def check_minibatch_fields(config: NodeConfig, world: int | None = None) -> None:
+    """A full-batch run sets nothing of mini-batches (``num_neighbors``, ``distributed``
+    other than its default), and a process group of ``world`` ranks (default: this one's)
+    trains on mini-batches."""
+    if config.batch_size is not None:
+        return
+    if config.num_neighbors is not None or config.distributed != DEFAULT_MODE:
+        name = "num_neighbors" if config.num_neighbors is not None else "distributed"
+        raise ValueError(
+            f"NodeConfig.{name}={getattr(config, name)!r}: mini-batch training's; set "
+            "batch_size (--batch-size) or leave it unset"
+        )
+    if (rank_and_world()[1] if world is None else world) > 1:
+        raise ValueError(
+            "batch_size: under torchrun the nodes train in mini-batches (--batch-size)"
         )
 
 
@@ -165,15 +183,7 @@ def check_batching(
     """Mini-batches and a process group only for the methods that take them: no weighted
     graph in mini-batches, no sampled keys across ranks."""
     label = cls.name if cls.name != "callable" else "a callable objective"
-    if config.batch_size is None:  # a full-batch run: nothing of mini-batches set
-        if config.num_neighbors is not None or config.distributed != DEFAULT_MODE:
-            set_ = "num_neighbors" if config.num_neighbors is not None else "distributed"
-            raise ValueError(
-                f"NodeConfig.{set_}={getattr(config, set_)!r}: mini-batch training's; set "
-                "batch_size (--batch-size) or leave it unset"
-            )
-        if rank_and_world()[1] > 1:
-            raise ValueError("batch_size: under torchrun the nodes train in mini-batches")
+    check_minibatch_fields(config)
     if config.batch_size is not None:
         if not cls.minibatch:
             takes = tuple(n for n, c in REGISTRY.items() if c.minibatch)
