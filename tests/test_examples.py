@@ -19,12 +19,16 @@ SHORT = {
     "deep_gcn.py": ["--epochs", "1", "--layers", "4"],
 }
 # the data an example reads under $CL2GNN_DATA (it is skipped without it)
-NEEDS_DATA = {"grace_cora.py": "planetoid/Cora/raw", "deep_gcn.py": "planetoid/Cora/raw"}
+NEEDS_DATA = {
+    "grace_cora.py": "planetoid/Cora/raw",
+    "deep_gcn.py": "planetoid/Cora/raw",
+    "pyg_loop.py": "planetoid/Cora/raw",
+}
 ACCURACY = re.compile(r"^(?P<name>.*) accuracy: (?P<value>-?[0-9.]+)(?P<percent> %)?$", re.M)
 
 
 def test_the_examples_are_found():
-    expected = {"grace_cora.py", "simclr.py", "own_encoder.py", "deep_gcn.py"}
+    expected = {"grace_cora.py", "simclr.py", "own_encoder.py", "deep_gcn.py", "pyg_loop.py"}
     assert expected <= {path.name for path in EXAMPLES}
 
 
