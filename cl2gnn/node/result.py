@@ -18,10 +18,11 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform
 
-from .._files import atomic_path, write_text_atomic
+from .._files import atomic_path, save_torch, write_text_atomic
 from ..distributed.launch import _first_line as first_line
 from .config import NodeConfig
 from .encoders.graph_encoder import GraphEncoder
+from .encoders.spec import check_saved_encoder
 from .inputs import check_graph
 from .methods import NodeMethod
 from .methods.mvgrl import MVGRLEncoder
@@ -126,11 +127,11 @@ class TrainResult:
         folder = Path(root) / f"seed_{self.seed}"
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(folder / "encoder.pt") as path:
-            torch.save(encoder_checkpoint(self.encoder, self.method, self.config), path)
+            save_torch(encoder_checkpoint(self.encoder, self.method, self.config), path)
         if self.checkpoint is not None:
             write_checkpoint(folder, self.checkpoint)
         with atomic_path(folder / "embeddings.pt") as path:
-            torch.save(self.embeddings.detach().cpu().contiguous(), path)
+            save_torch(self.embeddings.detach().cpu().contiguous(), path)
         rows = io.StringIO()
         writer = csv.writer(rows, lineterminator="\n")
         writer.writerow(("epoch", "loss"))
@@ -190,8 +191,10 @@ def encoder_checkpoint(
 
 def read_checkpoint(path: str | Path) -> dict:
     """The encoder checkpoint at ``path`` (an ``encoder.pt``, or the folder holding one),
-    loaded with ``weights_only=True``; ``ValueError`` naming the file if it is none of
-    cl2gnn's or would need code run to load."""
+    loaded with ``weights_only=True`` and its entries checked
+    (:func:`~cl2gnn.node.encoders.spec.check_saved_encoder`: the arguments bounded, the
+    weights finite); ``ValueError`` naming the file if it is none of cl2gnn's, would need
+    code run to load, or asks for what no flag may."""
     path = Path(path)
     if path.is_dir():
         path = path / "encoder.pt"
@@ -203,7 +206,10 @@ def read_checkpoint(path: str | Path) -> dict:
             f"{path}: checkpoint version {checkpoint.get('version')!r}, this cl2gnn reads "
             f"version {VERSION}"
         )
-    return checkpoint
+    try:  # bounded as the flags are, finite: before anything is built from it
+        return check_saved_encoder(checkpoint)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
 
 
 def load_encoder(

@@ -8,7 +8,10 @@ before anything is loaded."""
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import pickle
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +19,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ..._files import atomic_path
+from ..._files import atomic_path, save_torch
+from ..._validation import non_finite_entries
 from ..config import NodeConfig, config_from_dict
 from ..methods import check_options
 
@@ -28,17 +32,63 @@ FORMAT, VERSION = "cl2gnn-node-checkpoint", 1
 
 
 def load_file(path: Path, what: str) -> object:
-    """``torch.load(path, weights_only=True)`` on the CPU; ``ValueError`` naming the file
-    if it is not one or would need code run to load."""
+    """``torch.load(path, weights_only=True)`` on the CPU; ``ValueError`` naming the file if
+    it is none, would need code run to load, or cannot be read (truncated, damaged)."""
     if not path.is_file():
         raise ValueError(f"{path}: no such {what}")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
+    except pickle.UnpicklingError as error:
         reason = " ".join(str(error).split())[:200]
         raise ValueError(
             f"{path}: not a {what} that loads without running code ({reason})"
         ) from None
+    except Exception as error:  # a truncated or damaged file fails in any of many ways
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        raise ValueError(f"{path}: cannot be read as a {what} ({reason})") from None
+
+
+def holds_checkpoint(folder: Path) -> bool:
+    """Whether ``folder`` holds a run checkpoint to resume from (a plain ``checkpoint.pt``);
+    ``False`` where it has none. Where one is there but is no plain file (a folder, a link:
+    damaged, or not the library's), or ``folder`` is no folder, ``ValueError`` naming it:
+    it is never passed over for a run from the start."""
+    path = folder / CHECKPOINT
+    for entry, kind in ((folder, "a folder"), (path, "a file")):
+        if not os.path.lexists(entry):
+            return False
+        plain = entry.is_dir() if kind == "a folder" else entry.is_file()
+        if entry.is_symlink() or not plain:
+            raise ValueError(
+                f"{entry}: not {kind} of a saved run (a link, or damaged); remove it to train "
+                "that seed from the start"
+            )
+    return True
+
+
+def check_resumed_seeds(folder: Path, seeds: range, checkpoints: str) -> None:
+    """``ValueError`` unless ``seeds`` covers every seed saved in the run folder
+    ``folder`` (its ``seed_<k>`` folders and those in ``folder/checkpoints``, a killed run's
+    periodic checkpoints): a resumed run replaces the saved one as a whole, so a seed it does
+    not train would be deleted."""
+    saved = {
+        int(entry.name.removeprefix("seed_"))
+        for place in (Path(folder), Path(folder) / checkpoints)
+        if place.is_dir() and not place.is_symlink()
+        for entry in place.iterdir()
+        if re.fullmatch(r"seed_\d+", entry.name)
+    }
+    dropped = sorted(saved - set(seeds))
+    if dropped:
+        trained = (
+            f"seed {seeds.start}" if len(seeds) == 1 else f"seeds {seeds.start} to {seeds.stop - 1}"
+        )
+        raise ValueError(
+            f"resume: {folder} holds the seeds {', '.join(map(str, sorted(saved)))}; this "
+            f"run trains {trained}, and would delete seed "
+            f"{', '.join(map(str, dropped))} when it replaces the saved run: resume with every "
+            "saved seed, or save into another folder"
+        )
 
 
 def graph_digest(data: Data) -> str:
@@ -99,7 +149,7 @@ def write_checkpoint(folder: str | Path, checkpoint: dict) -> Path:
     at all; returns its path."""
     path = Path(folder) / CHECKPOINT
     with atomic_path(path) as temporary:
-        torch.save(on_cpu(checkpoint), temporary)
+        save_torch(on_cpu(checkpoint), temporary)
     return path
 
 
@@ -179,11 +229,15 @@ def check_progress(state: dict, trainer: Trainer) -> list[float]:
     losses = state.get("losses")
     if not isinstance(losses, list) or len(losses) != epoch:
         raise ValueError(f"losses: {epoch} epochs need {epoch} losses")
-    if not all(isinstance(loss, float) for loss in losses):
-        raise ValueError("losses: must be numbers")
+    if not all(isinstance(loss, float) and math.isfinite(loss) for loss in losses):
+        raise ValueError("losses: must be finite numbers (a run stops at a non-finite loss)")
     inner = state.get("trainer")
     if not isinstance(inner, dict) or not {"model", "optimizer", "steps", "rng"} <= set(inner):
         raise ValueError("trainer: missing the model, optimizer, steps or rng")
+    non_finite = non_finite_entries(inner)
+    if non_finite:
+        shown = ", ".join(non_finite[:3]) + (", …" if len(non_finite) > 3 else "")
+        raise ValueError(f"trainer: NaN or inf in {shown}")
     steps = inner["steps"]
     if not is_count(steps) or steps != epoch * trainer.steps_per_epoch:
         raise ValueError(

@@ -22,7 +22,8 @@ from torch_geometric.data import Data
 from ..config import NodeConfig
 from ..encoders.graph_encoder import ENCODER_ARGUMENTS
 from ..encoders.own import check_encoder, takes_edge_weight
-from ..inputs import check_graph
+from ..encoders.spec import check_config_fits
+from ..inputs import check_feature_scale, check_graph
 from ..methods import REGISTRY, NodeMethod, check_method_takes, check_options, method_type
 from ..methods.options import MethodOptions
 
@@ -61,6 +62,7 @@ def check_run(
     check_graph(data)
     if not isinstance(config, NodeConfig):
         raise ValueError(f"config must be a NodeConfig, got {type(config).__name__}")
+    check_feature_scale(data.x, config.normalize_features)
     cls = method_type(method)
     check_options(config.options)
     check_method_takes(cls, config.options)
@@ -69,6 +71,8 @@ def check_run(
     check_batching(cls, config, data, options, distributed)
     if encoder is not None:
         check_own_encoder(encoder, config, data)
+    else:  # the memory the built-in encoder needs at the least, before it is built
+        check_config_fits(config, data, device)
     check_matmul_dtype(config, device, distributed)
     fan_outs = None
     if config.batch_size is not None:
