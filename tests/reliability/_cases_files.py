@@ -432,6 +432,16 @@ def _nan_losses(folder: Path) -> bool:
     return one_line and str(path) in err and snapshot(run) == before
 
 
+@case("9 NaN results with exit 0", "--epochs 0 (no loss to report): result.json is JSON")
+def _no_loss(folder: Path) -> bool:
+    run = folder / "run"
+    argv = node_args(folder, "--method", "grace", "--epochs", "0", "--save", str(run))
+    if command([*argv, "--json", str(folder / "r.json")])[0] != 0:
+        return False
+    texts = [(run / "result.json").read_text(), (folder / "r.json").read_text()]
+    return all("NaN" not in text and json.loads(text) for text in texts)
+
+
 def zero_weights_into_node_0(weight_of_others: float = 1.0):
     data = small_graph()
     data.edge_weight = torch.full((data.num_edges,), weight_of_others)
@@ -511,6 +521,16 @@ for _option, _value in (("--seed", "3"), ("--batch-size", "16"), ("--lr", "0.1")
         before = (run / "checkpoint.pt").read_bytes()
         resume = [*TINY, "--epochs", "2", "--out", str(run), "--resume", option, value]
         return refused(lambda: simclr(resume)) and (run / "checkpoint.pt").read_bytes() == before
+
+
+@case("11 simclr resumes another run", "a checkpoint whose history holds a NaN loss")
+def _nan_history(folder: Path) -> bool:
+    run = folder / "run"
+    simclr([*TINY, "--out", str(run)])
+    state = torch.load(run / "checkpoint.pt", weights_only=True)
+    state["history"]["losses"] = [float("nan")]
+    torch.save(state, run / "checkpoint.pt")
+    return refused(lambda: simclr([*TINY, "--epochs", "2", "--out", str(run), "--resume"]))
 
 
 # --- 12: features of 1e30 -------------------------------------------------------------------------
@@ -611,19 +631,25 @@ def _last_seed(folder: Path) -> bool:
     return refused_in_one_line([*argv, "--seed", "4294967295", "--seeds", "2"]) and not trained
 
 
+def seed_folder_a_file(path: Path) -> None:
+    shutil.rmtree(path.parent)
+    path.parent.write_bytes(b"seed_0, damaged")
+
+
 DAMAGES = {
-    "garbage bytes (KeyError)": lambda path: path.write_bytes(b"hello\n"),
-    "a folder": lambda path: (path.unlink(), path.mkdir()),
-    "a dangling symbolic link": lambda path: (path.unlink(), path.symlink_to("gone.pt")),
+    "garbage bytes (KeyError)": (lambda path: path.write_bytes(b"hello\n"), ""),
+    "a folder": (lambda path: (path.unlink(), path.mkdir()), ""),
+    "a dangling symbolic link": (lambda path: (path.unlink(), path.symlink_to("gone.pt")), ""),
+    "seed_0 itself a file": (seed_folder_a_file, "seed_0"),
 }
-for _label, _damage in DAMAGES.items():
+for _label, (_damage, _named) in DAMAGES.items():
 
     @case("13 smaller failures", f"a damaged seed_0/checkpoint.pt under --resume: {_label}")
-    def _damaged(folder: Path, damage=_damage) -> bool:
+    def _damaged(folder: Path, damage=_damage, named: str = _named) -> bool:
         seed = saved_encoder(folder)
         damage(seed / "checkpoint.pt")
         argv = node_args(folder, "--method", "grace", "--save", str(seed.parent), "--resume")
-        return one_line_naming(argv, seed / "checkpoint.pt")
+        return one_line_naming(argv, seed if named else seed / "checkpoint.pt")
 
 
 class Returns(torch.nn.Module):

@@ -34,8 +34,10 @@ FORMAT, VERSION = "cl2gnn-node-checkpoint", 1
 def load_file(path: Path, what: str) -> object:
     """``torch.load(path, weights_only=True)`` on the CPU; ``ValueError`` naming the file if
     it is none, would need code run to load, or cannot be read (truncated, damaged)."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise ValueError(f"{path}: no such {what}")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a {what}: a folder, or a link to no file")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
@@ -49,21 +51,17 @@ def load_file(path: Path, what: str) -> object:
 
 
 def holds_checkpoint(folder: Path) -> bool:
-    """Whether ``folder`` holds a run checkpoint to resume from (a plain ``checkpoint.pt``);
-    ``False`` where it has none. Where one is there but is no plain file (a folder, a link:
-    damaged, or not the library's), or ``folder`` is no folder, ``ValueError`` naming it:
-    it is never passed over for a run from the start."""
-    path = folder / CHECKPOINT
-    for entry, kind in ((folder, "a folder"), (path, "a file")):
-        if not os.path.lexists(entry):
-            return False
-        plain = entry.is_dir() if kind == "a folder" else entry.is_file()
-        if entry.is_symlink() or not plain:
-            raise ValueError(
-                f"{entry}: not {kind} of a saved run (a link, or damaged); remove it to train "
-                "that seed from the start"
-            )
-    return True
+    """Whether ``folder`` (a seed's) holds a run checkpoint to resume from: ``checkpoint.pt``
+    there in any form (read by :func:`load_file`, which refuses one that is damaged, naming
+    it: a damaged checkpoint is never passed over for a run from the start); ``False``
+    where there is none. ``ValueError`` naming ``folder`` where it is no folder (a file, a
+    link), whose checkpoint could not be looked for."""
+    if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
+        raise ValueError(
+            f"{folder}: not a folder of a saved seed (a file, or a link); remove it to train "
+            "that seed from the start"
+        )
+    return os.path.lexists(folder / CHECKPOINT)
 
 
 def check_resumed_seeds(folder: Path, seeds: range, checkpoints: str) -> None:
