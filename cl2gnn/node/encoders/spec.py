@@ -83,12 +83,15 @@ def least_bytes(spec: dict, num_nodes: int | None, training: bool) -> int:
     return 4 * (weights * (2 if training else 1) + outputs)
 
 
-def device_memory(device: str | torch.device) -> int:
-    """The memory of ``device``: an accelerator's own, else this machine's."""
+def device_memory(device: str | torch.device) -> int | None:
+    """The memory of ``device``: a CUDA device's own, else this machine's; ``None`` for a
+    CUDA device this machine lacks (the device check's to refuse, not this one's)."""
     device = torch.device(device)
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).total_memory
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if device.type != "cuda":
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count():
+        return None
+    return torch.cuda.get_device_properties(device).total_memory
 
 
 def check_encoder_fits(
@@ -97,7 +100,7 @@ def check_encoder_fits(
     """``ValueError`` naming ``what`` where a built-in encoder of ``spec`` needs more memory
     than ``device`` has (:func:`least_bytes`), before anything is built."""
     needed, available = least_bytes(spec, num_nodes, training), device_memory(device)
-    if needed > available:
+    if available is not None and needed > available:
         widths = encoder_widths(spec)
         cuda = torch.device(device).type == "cuda"
         where = f"of {torch.device(device)}" if cuda else "of this machine's memory"
