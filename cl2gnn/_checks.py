@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 COUNT_MAX = 2**31 - 1
+SEED_MAX = 2**32 - 1  # the largest seed NumPy and scikit-learn take
 FLOAT32_MAX = 3.4028234663852886e38
 # Below this, float32 logits of unit rows (up to 1/τ) carry rounding errors of order
 # eps/τ > 1e-3: the softmax's differences of logits, and so every loss, become noise.

@@ -8,6 +8,7 @@ tensor values (finiteness, index range) force a device sync; they are skipped wh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -163,3 +164,22 @@ def as_keys(keys: Tensor, num_rows: int) -> Tensor:
     if torch.unique(keys).numel() != keys.numel():
         raise ValueError("keys must be distinct (a repeated key would be counted twice)")
     return keys
+
+
+def non_finite_entries(value: object, name: str = "") -> list[str]:
+    """The names (``key.key[index]``) of the floating-point tensors and numbers in
+    ``value`` (dicts, lists and tuples of them, as a loaded state holds them) that hold NaN
+    or inf: what a loaded file must not carry into a run."""
+    if isinstance(value, Tensor):
+        numbers = value.is_floating_point() or value.is_complex()
+        finite = not numbers or bool(torch.isfinite(value).all())
+        return [] if finite else [name or "the tensor"]
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [name or "the number"]
+    if isinstance(value, dict):
+        items = ((f"{name}.{key}" if name else str(key), v) for key, v in value.items())
+    elif isinstance(value, list | tuple):
+        items = ((f"{name}[{index}]", v) for index, v in enumerate(value))
+    else:
+        return []
+    return [entry for key, v in items for entry in non_finite_entries(v, key)]

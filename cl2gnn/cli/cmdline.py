@@ -9,6 +9,8 @@ Standard library only: ``--help`` and argument errors must not wait for torch.
 from __future__ import annotations
 
 import argparse
+import json
+import math
 import os
 import re
 import sys
@@ -18,7 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
-from cl2gnn._checks import COUNT_MAX, FLOAT32_MAX
+from cl2gnn._checks import COUNT_MAX, FLOAT32_MAX, SEED_MAX
+from cl2gnn._dataset_files import dataset_inputs
 
 from .node_arguments import config_file, dataset_argument
 
@@ -66,7 +69,7 @@ def int_range(low: int, high: int = COUNT_MAX) -> Callable[[str], int]:
 
 positive_int = int_range(1)
 non_negative_int = int_range(0)
-seed = int_range(0, 2**32 - 1)  # what numpy and scikit-learn accept as a seed
+seed = int_range(0, SEED_MAX)  # what numpy and scikit-learn accept as a seed
 
 
 def float_range(low: float, high: float, *, above: bool = False) -> Callable[[str], float]:
@@ -172,9 +175,10 @@ def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
       (:func:`run_folder`'s ``owns``).
 
     The options are told apart by their types: :func:`existing_path`,
-    :func:`dataset_argument` (a ``.npz`` path) and :func:`config_file` read; :func:`output_file`,
-    :func:`output_dir` and :func:`run_folder` write."""
-    inputs, outputs = [], []
+    :func:`dataset_argument` (a ``.npz`` path, or a name: the files it is read from,
+    :func:`~cl2gnn._dataset_files.dataset_inputs`) and :func:`config_file` read;
+    :func:`output_file`, :func:`output_dir` and :func:`run_folder` write."""
+    inputs, outputs, named = [], [], []
     for action in parser._actions:
         value = getattr(args, action.dest, None)
         if not action.option_strings or value is None:
@@ -186,10 +190,16 @@ def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         )
         if kind in (existing_path, dataset_argument, config_file):
             text = getattr(value, "path", value)  # a --config file's fields remember it
-            if kind is not dataset_argument or text.endswith(".npz"):  # else a name
+            if kind is not dataset_argument or text.endswith(".npz"):
                 inputs.append((option, text, _resolved(text)))
+            else:  # a name: the files it is read from (after the options named)
+                named.extend(
+                    (f"{option} {text}", str(path), path.resolve())
+                    for path in dataset_inputs(text, getattr(args, "root", None))
+                )
         elif kind in (output_file, output_dir) or owns is not None:
             outputs.append((option, value, _resolved(value), kind is not output_file, owns))
+    inputs += named
     for option, text, path, folder, _ in outputs:
         for read, read_text, source in inputs:
             if path == source:
@@ -214,6 +224,23 @@ def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
                     f"argument {option}: {text!r} is among what {writer} {writer_text!r} "
                     "replaces with each run; choose a path outside it"
                 )
+
+
+def json_text(value: object, indent: int | None = 2) -> str:
+    """``value`` as JSON a strict reader takes: a float that is not a number (an untrained
+    run's final loss, of which there is none) is written ``null``, never ``NaN``, which is
+    not JSON (the library stops a run at any other non-finite value)."""
+
+    def plain(item: object) -> object:
+        if isinstance(item, float) and not math.isfinite(item):
+            return None
+        if isinstance(item, dict):
+            return {key: plain(v) for key, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [plain(v) for v in item]
+        return item
+
+    return json.dumps(plain(value), indent=indent, allow_nan=False)
 
 
 FILE_STEM = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")

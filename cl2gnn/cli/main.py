@@ -59,15 +59,14 @@ def _verify(args: argparse.Namespace) -> int:
     print(f"{'PASS' if ok else 'FAIL'}: worst error {worst:.2e} (tolerance {args.tol:.0e})")
     if args.json:
         _files.write_text_atomic(
-            args.json, json.dumps({"device": args.device, "checks": dict(results)})
+            args.json, cmdline.json_text({"device": args.device, "checks": dict(results)}, None)
         )
     return 0 if ok else 1
 
 
 def _embed(args: argparse.Namespace) -> int:
-    import torch
-
     from cl2gnn.datasets import load_node_dataset
+    from cl2gnn.node.inputs import check_finite_embeddings
     from cl2gnn.node.result import embed, load_encoder, read_checkpoint
 
     encoder = load_encoder(args.checkpoint, args.device)
@@ -79,8 +78,9 @@ def _embed(args: argparse.Namespace) -> int:
             f"{args.checkpoint} reads {width}"
         )
     out = embed(encoder, data.x, data.edge_index, data.get("edge_weight"))
+    check_finite_embeddings(out, f"the embeddings of {data.name}")
     with _files.atomic_path(args.out) as path:
-        torch.save(out, path)
+        _files.save_torch(out, path)
     print(f"{args.out}: embeddings of {data.name}, {out.size(0):,} nodes x {out.size(1)}")
     return 0
 

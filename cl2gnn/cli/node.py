@@ -5,7 +5,6 @@ returns; parsing and printing only."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -84,8 +83,7 @@ def _node(args: argparse.Namespace) -> int:
     if args.save is None or int(os.environ.get("RANK", "0")) != 0:
         return _run_node(args, fields, None)
     with _files.locked_folder(args.save, subfolders=run_folder.owns) as folder:
-        if not args.resume:  # continuing the earlier run is what --resume asks for
-            run_folder.check_no_earlier_run(folder, args.overwrite)
+        run_folder.check_before_run(folder, args.overwrite, args.resume)
         with _files.replaced_as_a_whole(folder, run_folder.owns, run_folder.RESULT) as staging:
             status = _run_node(args, fields, staging, folder)
         # finished and in place: an interrupted run's periodic checkpoints are done with
@@ -128,9 +126,9 @@ def _run_node(
                 result["reproduce"] = reproduce(args.dataset, result)
         print(format_table(results))
         if args.json:
-            _files.write_text_atomic(args.json, json.dumps(results[0], indent=2))
+            _files.write_text_atomic(args.json, cmdline.json_text(results[0]))
         if save is not None:
-            _files.write_text_atomic(save / run_folder.RESULT, json.dumps(results, indent=2))
+            _files.write_text_atomic(save / run_folder.RESULT, cmdline.json_text(results))
     return 0
 
 

@@ -111,16 +111,12 @@ def parse_args(
     apply_defaults(args, per_dataset)
     if args.dataset == "folder" and args.data_root is None:
         parser.error("--dataset folder needs --data-root")
-    checkpoint = Path(args.out or ".") / "checkpoint.pt"
-    if args.resume and (args.out is None or not checkpoint.is_file()):
-        parser.error("--resume needs --out with a checkpoint.pt in it")
     if args.resume and args.overwrite:
         parser.error("choose one of --resume and --overwrite")
-    if args.out is not None and checkpoint.exists() and not (args.resume or args.overwrite):
-        parser.error(
-            f"argument --out: {args.out!r} holds a checkpoint.pt of an earlier run; "
-            "--resume continues it, --overwrite starts afresh, or choose another folder"
-        )
+    try:  # checked again once the run holds the folder: a run may end in it meanwhile
+        check_out_folder(args)
+    except ValueError as error:
+        parser.error(str(error))
     processes = int(os.environ.get("WORLD_SIZE", "1"))  # set by torchrun
     if args.batch_size % processes:
         parser.error(
@@ -128,6 +124,41 @@ def parse_args(
             f"(each takes an equal share of every batch), got {args.batch_size}"
         )
     return args
+
+
+def check_out_folder(args: argparse.Namespace) -> None:
+    """``ValueError`` unless ``--out`` holds what the run's options ask for: a checkpoint
+    with ``--resume``, none of an earlier run otherwise (unless ``--overwrite``)."""
+    checkpoint = Path(args.out or ".") / "checkpoint.pt"
+    if args.resume and (args.out is None or not checkpoint.is_file()):
+        raise ValueError("--resume needs --out with a checkpoint.pt in it")
+    if args.out is not None and checkpoint.exists() and not (args.resume or args.overwrite):
+        raise ValueError(
+            f"argument --out: {args.out!r} holds a checkpoint.pt of an earlier run; "
+            "--resume continues it, --overwrite starts afresh, or choose another folder"
+        )
+
+
+# the options a resumed run may change; every other one is the run's identity, kept in its
+# checkpoint (cl2gnn.vision.train.check_same_run): the epochs may grow, the outputs and the
+# device are where it runs, and the data may have moved
+OPTIONS_A_RESUME_MAY_CHANGE = (
+    "epochs",
+    "resume",
+    "overwrite",
+    "out",
+    "json",
+    "no_progress",
+    "device",
+    "compile",
+    "data_root",
+)
+
+
+def run_options(args: argparse.Namespace) -> dict:
+    """What identifies the run of ``args``: every option but
+    :data:`OPTIONS_A_RESUME_MAY_CHANGE`."""
+    return {k: v for k, v in sorted(vars(args).items()) if k not in OPTIONS_A_RESUME_MAY_CHANGE}
 
 
 def augment_for(dataset: str, images: torch.Tensor) -> MultiViewAugment:
@@ -200,6 +231,7 @@ def run(
     with ExitStack() as stack:
         if args.out is not None and int(os.environ.get("RANK", "0")) == 0:  # the writer
             stack.enter_context(_files.locked_folder(args.out))
+            check_out_folder(args)  # what parsing found may have changed since
         device = init_from_env(args.device)
         try:
             return _run(args, device, make_model, make_objective)
@@ -236,6 +268,7 @@ def _run(args, device: torch.device, make_model, make_objective) -> dict:
         config,
         device,
         args.out,
+        identity=run_options(args),
     )
     if args.resume:
         resume(trainer, Path(args.out) / "checkpoint.pt")
@@ -263,17 +296,20 @@ def _run(args, device: torch.device, make_model, make_objective) -> dict:
     if args.out:
         trainer.write_log(Path(args.out) / "log.json")
     if args.json:
-        _files.write_text_atomic(args.json, json.dumps(summary, indent=1))
+        _files.write_text_atomic(args.json, cmdline.json_text(summary, indent=1))
     print(json.dumps({k: v for k, v in summary.items() if k != "knn_history"}))
     return summary
 
 
 def resume(trainer: Pretrainer, checkpoint: Path) -> None:
-    """Load ``checkpoint`` into ``trainer``; a file torch cannot read, one written for
-    another model, or one that needs more than tensors and plain values to load (a pickled
-    callable: loading it could run code) raises ``ValueError`` naming the file."""
+    """Load ``checkpoint`` into ``trainer``; a file torch cannot read (truncated, damaged),
+    one written for another model or by another run (:func:`run_options`), or one that
+    needs more than tensors and plain values to load (a pickled callable: loading it could
+    run code) raises ``ValueError`` naming the file."""
     try:
         trainer.load_checkpoint(checkpoint)
+    except ValueError:
+        raise  # the checkpoint's own checks, naming it
     except pickle.UnpicklingError as error:
         # torch's weights-only refusal names the global it blocked on a line of its own
         refused = [line.strip() for line in str(error).splitlines() if "GLOBAL" in line]
@@ -283,8 +319,8 @@ def resume(trainer: Pretrainer, checkpoint: Path) -> None:
             f"{checkpoint}: refused: it holds more than tensors and plain values, and loading "
             f"it could run code ({refused[0]})"
         ) from None
-    except (RuntimeError, KeyError, TypeError, EOFError) as error:
-        raise ValueError(f"{checkpoint}: cannot resume from it: {first_line(error)}") from error
+    except Exception as error:  # truncated or damaged: torch fails in any of many ways
+        raise ValueError(f"{checkpoint}: cannot resume from it: {first_line(error)}") from None
 
 
 def first_line(error: Exception) -> str:

@@ -8,6 +8,7 @@ Standard library only: the command checks the folder before torch is imported.""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -35,3 +36,32 @@ def check_no_earlier_run(folder: str | Path, overwrite: bool) -> None:
             f"argument --save: {str(folder)!r} holds an earlier run ({shown}); --overwrite "
             "replaces it once this run has finished, or choose another folder"
         )
+
+
+def check_library_entries(folder: str | Path) -> None:
+    """``ValueError`` where a name the library makes in ``folder`` (the periodic
+    checkpoints' folder, its ``seed_<k>`` folders and their files) is a symbolic link or
+    not the kind of entry the library makes: it writes there, and would write into what a
+    link names."""
+    checkpoints = Path(folder) / CHECKPOINTS
+    if not os.path.lexists(checkpoints):
+        return
+    if checkpoints.is_symlink() or not checkpoints.is_dir():
+        raise ValueError(
+            f"{checkpoints}: a symbolic link or a file where the library keeps a run's "
+            "periodic checkpoints; remove it"
+        )
+    for entry in checkpoints.rglob("*"):  # rglob follows no link
+        if entry.is_symlink():
+            raise ValueError(
+                f"{entry}: a symbolic link among the library's periodic checkpoints; remove it"
+            )
+
+
+def check_before_run(folder: str | Path, overwrite: bool, resume: bool) -> None:
+    """What a run into the folder it holds the lock of must find there: no earlier run
+    unless ``overwrite`` or ``resume`` (:func:`check_no_earlier_run`), and none of the
+    library's names a link (:func:`check_library_entries`)."""
+    check_library_entries(folder)
+    if not resume:  # continuing the earlier run is what --resume asks for
+        check_no_earlier_run(folder, overwrite)

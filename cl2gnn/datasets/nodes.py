@@ -2,54 +2,51 @@
 Platonov et al. with their standard splits, any ``.npz`` file in their format, and an
 embedded default that needs no download.
 
-A dataset root may hold PyG's raw files (e.g. ``$CL2GNN_DATA/planetoid/Cora/raw``). PyG
-writes ``processed/`` beside ``raw/``, so the raw files are first copied into a cache
-(``$CL2GNN_CACHE``, default ``~/.cache/cl2gnn``): a shared or read-only data root is never
-written to. Without local raw files PyG downloads into the cache. The heterophilous graphs
-are read in place (``$CL2GNN_DATA/heterophilous/<name>.npz``) or downloaded into the cache
-from Platonov et al.'s repository, where PyG's ``HeterophilousGraphDataset`` gets its files.
+Every dataset is read from its raw files where they are (:mod:`cl2gnn._dataset_files` names
+them): a data root (``--root``, else ``$CL2GNN_DATA/<family>``, e.g.
+``$CL2GNN_DATA/planetoid/Cora/raw``) or, where none holds them, the cache
+(``$CL2GNN_CACHE``, default ``~/.cache/cl2gnn``) they are downloaded into from PyG's
+sources (the heterophilous graphs from Platonov et al.'s repository, where PyG's
+``HeterophilousGraphDataset`` gets its files). Nothing is written beside a root's files,
+nothing derived from them is kept, and no file runs code when read (:mod:`.pyg_raw`,
+:mod:`.npz`).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from .._files import cache_dir
+from .._dataset_files import (
+    DATASETS,
+    EMBEDDED,
+    HETEROPHILOUS,
+    PYG_DATASETS,
+    cache_root,
+    canonical_name,
+    data_root,
+    raw_files,
+)
+from .._files import staging_folder
 from ..distributed.launch import rank_zero_first
 from ..graphs import knn_graph
 from .npz import read_npz_graph
+from .pyg_raw import read_pyg_dataset
 
-EMBEDDED = "digits-knn"  # scikit-learn's digits as a kNN graph: needs no download
-PYG_DATASETS = ("Cora", "CiteSeer", "PubMed", "Computers", "Photo", "CS", "Physics", "WikiCS")
-HETEROPHILOUS = (
-    "actor",
-    "chameleon",
-    "chameleon-filtered",
-    "cornell",
-    "texas",
-    "wisconsin",
-    "minesweeper",
-)
-DATASETS = (EMBEDDED, *PYG_DATASETS, *HETEROPHILOUS)
-
-
-# name -> (PyG class, root sub-folder under CL2GNN_DATA, folder of the raw files in a root)
-_PYG = {
-    "Cora": ("Planetoid", "planetoid", "Cora"),
-    "CiteSeer": ("Planetoid", "planetoid", "CiteSeer"),
-    "PubMed": ("Planetoid", "planetoid", "PubMed"),
-    "Computers": ("Amazon", "amazon", "Computers"),
-    "Photo": ("Amazon", "amazon", "Photo"),
-    "CS": ("Coauthor", "coauthor", "CS"),
-    "Physics": ("Coauthor", "coauthor", "Physics"),
-    "WikiCS": ("WikiCS", "wikics", "."),
-}
+__all__ = [
+    "DATASETS",
+    "EMBEDDED",
+    "HETEROPHILOUS",
+    "PYG_DATASETS",
+    "digits_knn_graph",
+    "feature_knn_dataset",
+    "heterophilous_graph",
+    "load_node_dataset",
+]
 
 
 def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
@@ -67,7 +64,7 @@ def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
         if not Path(name).is_file():
             raise ValueError(f"dataset file {name} does not exist")
         return read_npz_graph(name)
-    canonical = {n.lower(): n for n in DATASETS}.get(name.lower().replace("_", "-"))
+    canonical = canonical_name(name)
     if canonical is None:
         raise ValueError(
             f"unknown dataset {name!r}; choose from {', '.join(DATASETS)} or give a .npz path"
@@ -76,34 +73,7 @@ def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
         return digits_knn_graph()
     if canonical in HETEROPHILOUS:
         return heterophilous_graph(canonical, root)
-    return rank_zero_first(lambda: _pyg_dataset(canonical, root), f"preparing {canonical}")
-
-
-def _pyg_dataset(canonical: str, root: str | None) -> Data:
-    import torch_geometric.datasets as pyg_datasets
-
-    cls_name, sub, folder = _PYG[canonical]
-    if root is None and os.environ.get("CL2GNN_DATA"):
-        root = str(Path(os.environ["CL2GNN_DATA"]) / sub)
-    staged = cache_dir() / sub
-    source = Path(root) / folder / "raw" if root else None
-    target = staged / folder / "raw"
-    if source is not None and source.is_dir() and not target.is_dir():
-        shutil.copytree(source, target)
-    cls = getattr(pyg_datasets, cls_name)
-    try:
-        if cls_name == "WikiCS":
-            dataset = cls(str(staged), is_undirected=True)
-        else:
-            dataset = cls(str(staged), canonical)
-    except OSError as error:  # no local raw files and no way to download them
-        raise OSError(
-            f"{canonical}: no raw files under {source or 'the data root'} and the download "
-            f"failed ({error}); pass --root or set CL2GNN_DATA"
-        ) from error
-    data = dataset[0]
-    data.name = canonical
-    return data
+    return rank_zero_first(lambda: read_pyg_dataset(canonical, root), f"preparing {canonical}")
 
 
 def heterophilous_graph(name: str, root: str | None = None) -> Data:
@@ -112,23 +82,24 @@ def heterophilous_graph(name: str, root: str | None = None) -> Data:
     from torch_geometric.data import download_url
     from torch_geometric.datasets import HeterophilousGraphDataset
 
-    filename = name.replace("-", "_") + ".npz"
-    if root is None and os.environ.get("CL2GNN_DATA"):
-        root = str(Path(os.environ["CL2GNN_DATA"]) / "heterophilous")
-    path = Path(root) / filename if root else None
+    local = data_root(name, root)
+    (path,) = raw_files(name, local) if local is not None else [None]
     if path is None or not path.is_file():
-        path = cache_dir() / "heterophilous" / filename
+        (path,) = raw_files(name, cache_root(name))
 
         def download() -> None:
             if path.is_file():
                 return
-            try:
-                download_url(f"{HeterophilousGraphDataset.url}/{filename}", str(path.parent))
-            except OSError as error:
-                raise OSError(
-                    f"{name}: no {filename} under {root or 'the data root'} and the download "
-                    f"failed ({error}); pass --root or set CL2GNN_DATA"
-                ) from error
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with staging_folder(path.parent, path.name) as staging:
+                try:
+                    download_url(f"{HeterophilousGraphDataset.url}/{path.name}", str(staging))
+                except OSError as error:
+                    raise OSError(
+                        f"{name}: no {path.name} under {local or 'the data root'} and the "
+                        f"download failed ({error}); pass --root or set CL2GNN_DATA"
+                    ) from error
+                os.replace(staging / path.name, path)
 
         rank_zero_first(download, f"downloading {name}")
     return read_npz_graph(path, name)

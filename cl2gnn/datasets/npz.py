@@ -88,10 +88,12 @@ def inflation_limit(max_inflated_bytes: int | None = None) -> int:
     return value
 
 
-def _check_inflated_sizes(archive: zipfile.ZipFile, path: Path, limit: int) -> None:
-    """The sizes the compressed members read inflate to (as the archive states them: reading
-    stops there) against ``limit``, before any is inflated."""
-    read = {*KEYS, *(f"{key}.npy" for key in KEYS)}
+def check_inflated_sizes(
+    archive: zipfile.ZipFile, path: Path, limit: int, keys: tuple[str, ...] = KEYS
+) -> None:
+    """The sizes the compressed members ``keys`` inflate to (as the archive states them:
+    reading stops there) against ``limit``, before any is inflated."""
+    read = {*keys, *(f"{key}.npy" for key in keys)}
     compressed = [
         i
         for i in archive.infolist()
@@ -109,11 +111,11 @@ def _check_inflated_sizes(archive: zipfile.ZipFile, path: Path, limit: int) -> N
             )
 
 
-def _check_declared_sizes(archive: zipfile.ZipFile, path: Path) -> None:
+def check_declared_sizes(archive: zipfile.ZipFile, keys: tuple[str, ...] = KEYS) -> None:
     """Each member's ``.npy`` header against the bytes it holds, before NumPy allocates the
     shape the header declares (a header may declare 10¹⁸ elements in a file of a few
     bytes)."""
-    for key in KEYS:
+    for key in keys:
         name = f"{key}.npy" if f"{key}.npy" in archive.namelist() else key
         info = archive.getinfo(name)
         with archive.open(info) as member:
@@ -156,9 +158,9 @@ def read_npz_graph(
             raise ValueError(
                 f"{path}: missing key(s) {', '.join(missing)}; needs {', '.join(KEYS)}"
             )
-        _check_inflated_sizes(raw.zip, path, limit)
+        check_inflated_sizes(raw.zip, path, limit)
         try:  # a damaged member fails only when it is read
-            _check_declared_sizes(raw.zip, path)
+            check_declared_sizes(raw.zip)
             arrays = {key: raw[key] for key in KEYS}
         except (OSError, ValueError, zipfile.BadZipFile, EOFError, zlib.error) as error:
             raise ValueError(f"{path}: a member cannot be read ({error})") from error

@@ -1,16 +1,22 @@
 """What node-level training is given, checked where it enters the library: the graph
 (:func:`check_graph`; its edges, a view's and a direct encoder call's by
-:func:`check_edge_index`), a user's encoder (:func:`check_encoder`) and every output of it
-(:func:`checked_output`), a user's view (:func:`check_view`) and the labels a probe will
-read (:func:`check_labels`). Every problem is one ``ValueError`` naming the field, so that no
-bad index reaches a kernel (an out-of-range edge made PyG's CSR builds write out of bounds)."""
+:func:`check_edge_index` and :func:`check_edge_weight`), the scale of its features against
+float32 (:func:`check_feature_scale`), a user's encoder (:func:`check_encoder`) and every
+output of it (:func:`checked_output`), a user's view (:func:`check_view`), the labels a probe
+will read (:func:`check_labels`), the seeds of an experiment (:func:`check_seeds`) and, on
+the way out, the final embeddings (:func:`check_finite_embeddings`). Every problem is one
+``ValueError`` naming the field, so that no bad index reaches a kernel (an out-of-range edge
+made PyG's CSR builds write out of bounds) and nothing non-finite leaves a run."""
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
+from .._checks import FLOAT32_MAX, SEED_MAX, integer
 from .._validation import all_finite
 
 
@@ -39,29 +45,45 @@ def check_graph(data: Data) -> None:
         raise ValueError("data.x contains NaN or inf values")
     if data.num_nodes != n:
         raise ValueError(f"data.num_nodes is {data.num_nodes} but data.x has {n} rows")
+    if x.requires_grad:
+        raise ValueError(
+            "data.x requires grad: training reads the features and does not differentiate "
+            "them; pass data.x.detach()"
+        )
     check_edge_index(data.get("edge_index"), n, "data.edge_index")
-    edge_index = data.edge_index
     weight = data.get("edge_weight")
-    if weight is not None:
-        if not isinstance(weight, Tensor) or weight.shape != (edge_index.size(1),):
-            shape = tuple(weight.shape) if isinstance(weight, Tensor) else type(weight).__name__
-            raise ValueError(
-                f"data.edge_weight must be a [E] = [{edge_index.size(1)}] tensor, got {shape}"
-            )
-        if not weight.is_floating_point():
-            raise ValueError(f"data.edge_weight must be floating point, got {weight.dtype}")
-        if weight.dtype != x.dtype:
-            raise ValueError(
-                f"data.edge_weight is {weight.dtype} and data.x {x.dtype}: give them one dtype "
-                f"(data.edge_weight = data.edge_weight.to(data.x.dtype))"
-            )
-        if not all_finite(weight) or (weight.numel() and float(weight.min()) < 0):
-            raise ValueError("data.edge_weight must be finite and non-negative")
+    check_edge_weight(weight, data.edge_index, x.dtype, "data.edge_weight", "data.x")
     if data.get("edge_attr") is not None:
         raise ValueError(
             "data.edge_attr: node-level training reads edge_index and edge_weight only; "
             "remove edge_attr, or fold it into an edge_weight [E]"
         )
+
+
+def check_edge_weight(
+    weight: object,
+    edge_index: Tensor,
+    dtype: torch.dtype,
+    name: str = "edge_weight",
+    features: str = "x",
+) -> None:
+    """``weight`` (if not ``None``) ``[E]`` for the ``E`` edges of ``edge_index``, floating
+    point of the dtype of the features (``features``, of ``dtype``), finite and
+    non-negative; ``ValueError`` naming ``name``."""
+    if weight is None:
+        return
+    if not isinstance(weight, Tensor) or weight.shape != (edge_index.size(1),):
+        shape = tuple(weight.shape) if isinstance(weight, Tensor) else type(weight).__name__
+        raise ValueError(f"{name} must be a [E] = [{edge_index.size(1)}] tensor, got {shape}")
+    if not weight.is_floating_point():
+        raise ValueError(f"{name} must be floating point, got {weight.dtype}")
+    if weight.dtype != dtype:
+        raise ValueError(
+            f"{name} is {weight.dtype} and {features} {dtype}: give them one dtype "
+            f"({name} = {name}.to({features}.dtype))"
+        )
+    if not all_finite(weight) or (weight.numel() and float(weight.min()) < 0):
+        raise ValueError(f"{name} must be finite and non-negative")
 
 
 def check_model_dtype(dtype: torch.dtype, name: str) -> None:
@@ -137,3 +159,65 @@ def check_labels(y: object, num_nodes: int) -> None:
         )
     if torch.unique(y).numel() < 2:
         raise ValueError("data.y holds a single class: there is nothing to probe")
+
+
+# float32 squares a row's norm (row normalisation of embeddings, batch norm, the losses'
+# norms), and sqrt(float32's largest) is about 2**64: rows up to 2**56 keep 2**16 of headroom
+# in those squares for the widths of the layers
+FEATURE_NORM_MAX = 2.0**56
+
+
+def check_feature_scale(x: Tensor, normalize_features: bool) -> None:
+    """Features whose rows float32 contrastive learning can still tell apart: without row
+    normalisation, every row's norm at most :data:`FEATURE_NORM_MAX` (past it the squares
+    of norms overflow and every embedding collapses to one point, with a loss that stays
+    finite); with it (PyG's ``NormalizeFeatures``: shifted by the least feature, divided by
+    the row sum), the shifted row sums finite in float32. ``ValueError`` naming the largest
+    row and the fix otherwise."""
+    if x.numel() == 0:
+        return
+    low, high = (float(v) for v in torch.aminmax(x.detach()))
+    if normalize_features:  # a shifted row sums at most F values of at most high - low
+        bound, limit, what = (high - low) * x.size(1), FLOAT32_MAX, "row sum (after the shift)"
+    else:
+        bound, limit, what = max(-low, high) * math.sqrt(x.size(1)), FEATURE_NORM_MAX, "row norm"
+    if bound <= limit:
+        return
+    largest = 0.0  # the exact rows, in float64 a block at a time
+    for rows in x.detach().split(1 << 14):
+        rows = rows.double()
+        sizes = (rows - low).sum(dim=1) if normalize_features else rows.norm(dim=1)
+        largest = max(largest, float(sizes.max()))
+    if largest > limit:
+        raise ValueError(
+            f"data.x: a {what} of {largest:.3g}, past the {limit:.3g} that float32 "
+            "training can separate (the squares of such rows overflow and every embedding "
+            "becomes one point): scale the features, e.g. standardise each column"
+            + ("" if normalize_features else ", or row-normalise them (normalize_features)")
+        )
+
+
+def check_finite_embeddings(embeddings: Tensor, what: str = "the final embeddings") -> Tensor:
+    """``embeddings`` if every value is finite; ``ValueError`` naming how many rows are not
+    (the encoder in eval mode gave NaN or inf where training's losses stayed finite)."""
+    if not all_finite(embeddings):
+        bad = ~torch.isfinite(embeddings).all(dim=1)
+        rows = bad.nonzero().flatten()
+        raise ValueError(
+            f"{what} hold NaN or inf in {rows.numel()} of {embeddings.size(0)} rows (the "
+            f"first: node {int(rows[0])}): the encoder's output in eval mode is not finite"
+        )
+    return embeddings
+
+
+def check_seeds(first_seed: int, seeds: int) -> range:
+    """The seeds ``first_seed … first_seed + seeds - 1`` of an experiment, every one of them
+    a seed NumPy takes (checked before the first trains); ``ValueError`` otherwise."""
+    integer(1)(seeds, "seeds")
+    integer(0, SEED_MAX)(first_seed, "first_seed")
+    if first_seed + seeds - 1 > SEED_MAX:
+        raise ValueError(
+            f"seeds: {seeds} seeds from {first_seed} run to {first_seed + seeds - 1}, past "
+            f"{SEED_MAX}, the largest seed NumPy takes"
+        )
+    return range(first_seed, first_seed + seeds)

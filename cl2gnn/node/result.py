@@ -18,10 +18,11 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform, NormalizeFeatures
 
-from .._files import atomic_path, write_text_atomic
+from .._files import atomic_path, save_torch, write_text_atomic
 from ..distributed.launch import _first_line as first_line
 from .config import NodeConfig
 from .encoders.graph_encoder import GraphEncoder
+from .encoders.spec import check_saved_encoder, check_saved_spec
 from .encoders.user import NormalizedInput
 from .inputs import check_graph
 from .methods import REGISTRY, NodeMethod
@@ -130,11 +131,11 @@ class TrainResult:
         folder.mkdir(parents=True, exist_ok=True)
         with atomic_path(folder / "encoder.pt") as path:
             checkpoint = encoder_checkpoint(self.encoder, self.method, self.config, self.transform)
-            torch.save(checkpoint, path)
+            save_torch(checkpoint, path)
         if self.checkpoint is not None:
             write_checkpoint(folder, self.checkpoint)
         with atomic_path(folder / "embeddings.pt") as path:
-            torch.save(self.embeddings.detach().cpu().contiguous(), path)
+            save_torch(self.embeddings.detach().cpu().contiguous(), path)
         rows = io.StringIO()
         writer = csv.writer(rows, lineterminator="\n")
         writer.writerow(("epoch", "loss"))
@@ -203,8 +204,10 @@ def encoder_checkpoint(
 
 def read_checkpoint(path: str | Path) -> dict:
     """The encoder checkpoint at ``path`` (an ``encoder.pt``, or the folder holding one),
-    loaded with ``weights_only=True``; ``ValueError`` naming the file if it is none of
-    cl2gnn's or would need code run to load."""
+    loaded with ``weights_only=True`` and its entries checked
+    (:func:`~cl2gnn.node.encoders.spec.check_saved_encoder`: the arguments bounded, the
+    weights finite); ``ValueError`` naming the file if it is none of cl2gnn's, would need
+    code run to load, or asks for what no flag may."""
     path = Path(path)
     if path.is_dir():
         path = path / "encoder.pt"
@@ -216,7 +219,26 @@ def read_checkpoint(path: str | Path) -> dict:
             f"{path}: checkpoint version {checkpoint.get('version')!r}, this cl2gnn reads "
             f"version {VERSION}"
         )
-    return checkpoint
+    try:  # bounded as the flags are, finite: before anything is built from it
+        checked = check_saved_encoder(checkpoint)
+        checked["embedding"] = check_saved_embedding(checkpoint.get("embedding"))
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
+    return checked
+
+
+def check_saved_embedding(embedding: object) -> dict | None:
+    """A saved embedding model's entry, ``{"method": name, "spec": arguments}``: a method of
+    this cl2gnn, its arguments the ones its method checks
+    (:attr:`~cl2gnn.node.NodeMethod.embedding_spec_checks`), each within bounds."""
+    if embedding is None:
+        return None
+    method = embedding.get("method") if isinstance(embedding, dict) else None
+    if method not in REGISTRY:
+        raise ValueError(f"embedding: names no method of this cl2gnn ({method!r})")
+    checks = REGISTRY[method].embedding_spec_checks
+    spec = check_saved_spec(embedding.get("spec"), checks, "embedding.spec")
+    return {"method": method, "spec": spec}
 
 
 def load_encoder(
@@ -247,9 +269,7 @@ def load_encoder(
     model = encoder
     embedding = checkpoint["embedding"]
     if embedding is not None:  # the method's own embedding model around the encoder
-        if not isinstance(embedding, dict) or embedding.get("method") not in REGISTRY:
-            raise ValueError(f"{path}: its embedding model names no method of this cl2gnn")
-        model = REGISTRY[embedding["method"]].embedding_model_of(encoder, embedding.get("spec"))
+        model = REGISTRY[embedding["method"]].embedding_model_of(encoder, embedding["spec"])
     try:
         model.load_state_dict(checkpoint["state_dict"])
     except RuntimeError as error:

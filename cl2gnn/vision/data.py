@@ -146,7 +146,7 @@ def read_image_folder(root: Path, split: str = "train") -> ImageSet:
         raise ValueError(f"{source}: images must share one size, found {sorted(shapes)[:3]}")
     result = ImageSet(torch.stack(images), torch.tensor(labels), classes)
     with _files.atomic_path(cached) as partial:
-        torch.save(result.__dict__, partial)
+        _files.save_torch(result.__dict__, partial)
     return result
 
 

@@ -15,6 +15,7 @@ rank's augmentation generator, for an exact resume) and shows the progress bar."
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from .. import _files
+from .._validation import non_finite_entries
 from ..distributed import Shard, gather_rows, rank_and_world
 from ..distributed.batchnorm import convert_batchnorm
 from ..distributed.launch import stream_seed
@@ -87,12 +89,49 @@ def check_trained(path: Path, epoch: object, history: object, epochs: int) -> No
 
 
 def _numbers(values: object, fewest: int, most: int) -> bool:
-    """Whether ``values`` is a list of ``fewest`` to ``most`` real numbers."""
+    """Whether ``values`` is a list of ``fewest`` to ``most`` finite real numbers."""
     return (
         isinstance(values, list)
         and fewest <= len(values) <= most
-        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+        and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            for v in values
+        )
     )
+
+
+# what a resume may change: the epochs (and the warm-up they set) and compilation, a speed
+# choice; any other field, or option of the run, must be the checkpoint's
+CONFIG_A_RESUME_MAY_CHANGE = ("epochs", "warmup_epochs", "compile")
+
+
+def check_same_run(path: Path, state: dict, config: dict, identity: dict | None) -> None:
+    """``ValueError`` naming the file and what differs unless the checkpoint ``state`` was
+    written by this run: its configuration (``config``, but :data:`CONFIG_A_RESUME_MAY_CHANGE`) and,
+    where given, the run's options (``identity``: the command's, such as the seed, the
+    batch, the learning rate and the objective's), which it records under ``"run"``."""
+    saved = state.get("config")
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: holds no configuration of its run")
+    changed = {
+        name: (saved.get(name), value)
+        for name, value in config.items()
+        if name not in CONFIG_A_RESUME_MAY_CHANGE and saved.get(name) != value
+    }
+    if identity is not None:
+        run = state.get("run")
+        if not isinstance(run, dict):
+            raise ValueError(
+                f"{path}: holds no record of its run's options (written before cl2gnn kept "
+                "them), so it cannot be told to be this run's; start afresh with --overwrite"
+            )
+        changed |= {k: (run.get(k), v) for k, v in identity.items() if run.get(k) != v}
+    if changed:
+        shown = ", ".join(f"{k}={old!r} (this run: {new!r})" for k, (old, new) in changed.items())
+        raise ValueError(
+            f"{path}: written by another run, with {shown}; resume with its options (only "
+            "the epochs may grow), or start afresh with --overwrite"
+        )
 
 
 class Pretrainer:
@@ -108,6 +147,7 @@ class Pretrainer:
         config: PretrainConfig,
         device: str | torch.device = "cpu",
         out: str | Path | None = None,
+        identity: dict | None = None,
     ) -> None:
         if len(train) < config.batch_size:
             raise ValueError(
@@ -147,6 +187,7 @@ class Pretrainer:
         )
         self.epoch, self.history = 0, History()
         self.out = Path(out) if out is not None else None
+        self.identity = identity  # the run's options, kept in its checkpoints
 
     @property
     def device_name(self) -> str:
@@ -265,17 +306,26 @@ class Pretrainer:
             "epoch": self.epoch,
             "history": asdict(self.history),
             "config": asdict(self.config),
+            "run": self.identity,
         }
         with _files.atomic_path(path) as partial:
-            torch.save(state, partial)
+            _files.save_torch(state, partial)
 
     def load_checkpoint(self, path: Path) -> None:
         # on the CPU: generator states must stay there; load_state_dict moves the rest.
         # weights_only: a checkpoint holds tensors and plain values, and unpickling anything
         # else could run code (pickle.UnpicklingError names what it refused)
         state = torch.load(path, map_location="cpu", weights_only=True)
-        epoch, history = state["epoch"], state["history"]
+        if not isinstance(state, dict):
+            raise ValueError(f"{path}: not a pre-training checkpoint")
+        epoch, history = state.get("epoch"), state.get("history")
         check_trained(path, epoch, history, self.config.epochs)
+        check_same_run(path, state, asdict(self.config), self.identity)
+        non_finite = non_finite_entries(
+            {k: state.get(k) for k in ("model", "objective", "optimizer")}
+        )
+        if non_finite:
+            raise ValueError(f"{path}: NaN or inf in {', '.join(non_finite[:3])}")
         if len(state["augment_gen"]) != self.world:
             raise ValueError(
                 f"{path} was written by {len(state['augment_gen'])} processes; resume it "

@@ -1,5 +1,5 @@
 """Scale-out keeps its promises (issue 31): counts in half precision across ranks, datasets
-prepared once under a process group, the other ranks waiting for rank 0's probe beyond the
+read alike by every rank of a process group, the other ranks waiting for rank 0's probe beyond the
 process group's timeout, and the image trainer's per-rank augmentation streams, which never
 coincide (the node trainer's: tests/node/test_minibatch.py).
 
@@ -128,7 +128,7 @@ def test_global_batch_norm_counts_and_sums_in_float32(half_ranks, dtype):
         assert torch.allclose(result["grad"], grad, atol=tolerance * scale * 4)
 
 
-# -- item 7: datasets prepared once, by rank 0, under a process group ---------------------
+# -- item 7: datasets read alike by every rank under a process group, nothing staged -------
 
 
 def _cora_worker(rank, world, port, cache, data_root, out):
@@ -156,14 +156,16 @@ def _cora_worker(rank, world, port, cache, data_root, out):
         dist.destroy_process_group()
 
 
-def test_ranks_prepare_a_node_dataset_once_on_an_empty_cache(tmp_path):
+def test_ranks_read_a_node_dataset_in_place_alike_staging_nothing(tmp_path):
     data_root = os.environ.get("CL2GNN_DATA")
     if not data_root or not (Path(data_root) / "planetoid" / "Cora" / "raw").is_dir():
         pytest.skip("needs Cora's raw files under $CL2GNN_DATA/planetoid/Cora/raw")
     cache = tmp_path / "cache"
     _spawn(_cora_worker, str(cache), data_root, str(tmp_path))
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
-    assert [r["copies"] for r in ranks] == [1, 0]  # rank 0 stages the raw files, alone
+    # the raw files are read in place (cl2gnn/datasets/pyg_raw.py): no rank stages them (a
+    # download into the cache is rank 0's alone: rank_zero_first)
+    assert [r["copies"] for r in ranks] == [0, 0]
     assert torch.equal(ranks[0]["x"], ranks[1]["x"]) and ranks[0]["x"].shape == (2708, 1433)
     assert torch.equal(ranks[0]["edge_index"], ranks[1]["edge_index"])
 

@@ -274,8 +274,8 @@ def test_a_checkpoint_that_needs_code_to_load_is_refused(tmp_path):
     torch.save({"format": "cl2gnn-node-checkpoint", "epoch": Payload()}, tmp_path / CHECKPOINT)
     with pytest.raises(ValueError, match="loads without running code"):
         train("grace", 2, resume=tmp_path)
-    (tmp_path / CHECKPOINT).write_bytes(pickle.dumps(3, protocol=2)[:2])
-    with pytest.raises(ValueError, match="loads without running code"):
+    (tmp_path / CHECKPOINT).write_bytes(pickle.dumps(3, protocol=2)[:2])  # damaged
+    with pytest.raises(ValueError, match="cannot be read as a run checkpoint"):
         train("grace", 2, resume=tmp_path)
     with pytest.raises(ValueError, match="no such run checkpoint"):
         train("grace", 2, resume=tmp_path / "elsewhere")

@@ -19,7 +19,7 @@ from torch_geometric.utils import to_torch_csr_tensor
 
 from ..._checks import one_of
 from ..config import ACTIVATIONS, EMBEDDINGS, ENCODERS, NodeConfig
-from ..inputs import check_edge_index
+from ..inputs import check_edge_index, check_edge_weight
 from .activations import ACTIVATION_MODULES
 from .features import ColumnMasked, SparseFeatures, prepare_features
 from .layerwise import LayerwiseMaps
@@ -202,10 +202,11 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
 
     def forward(self, x: Tensor, edge_index: Tensor, edge_weight: Tensor | None = None) -> Tensor:
         """The embedding (:attr:`readout`) of every node of the graph ``edge_index``, as
-        PyG's models are called; ``ValueError`` for an edge out of range (the input
-        ``Data``'s check: none reaches the CSR build or the SpMM, where it would corrupt
-        memory)."""
+        PyG's models are called; ``ValueError`` for an edge out of range or weights that do
+        not fit the edges (the input ``Data``'s checks: none reaches the CSR build or the
+        SpMM, where it would corrupt memory)."""
         check_edge_index(edge_index, x.size(0))
+        check_edge_weight(edge_weight, edge_index, x.dtype)
         prepared = self.prepare(x)
         graph = self.propagation_graph(edge_index, x.size(0), edge_weight=edge_weight)
         return self.embed(prepared, graph)
@@ -248,10 +249,12 @@ class GraphEncoder(LayerwiseMaps, torch.nn.Module):
                 )
             elif edge_weight is None:
                 weight = 1.0 / degree_of(edge_index[1], num_nodes)[edge_index[1]]
-            else:  # the weighted mean of the in-neighbors
+            else:  # the weighted mean of the in-neighbors; none of weight: no neighbor
                 total = torch.zeros(num_nodes, dtype=edge_weight.dtype, device=edge_weight.device)
                 total = total.index_add(0, edge_index[1], edge_weight)
-                weight = edge_weight / total[edge_index[1]]
+                # a node whose in-weights are all 0 aggregates zeros, as one without edges
+                # (0 / 0 would make its row, and its neighbors' next layer, NaN)
+                weight = edge_weight / total.masked_fill(total == 0, 1.0)[edge_index[1]]
         elif self.kind == "gcn":
             if self.self_loops:  # gcn_norm's self-loops: one of weight 1 per node
                 edge_index = edge_index[:, edge_index[0] != edge_index[1]]

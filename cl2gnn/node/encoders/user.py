@@ -68,15 +68,24 @@ def check_encoder(encoder: object) -> None:
         )
 
 
-def checked_output(out: object, num_nodes: int) -> Tensor:
-    """``out``, an encoder's output on a graph of ``num_nodes`` nodes, if it is
-    ``[num_nodes, d]``; ``ValueError`` otherwise. A shape check (no host sync): every call
-    of an encoder in training and in the final embedding goes through it."""
+def checked_output(out: object, x: Tensor) -> Tensor:
+    """``out``, an encoder's output on the graph whose features are ``x``, if it is
+    ``[N, d]`` for the ``N`` rows of ``x``, of ``x``'s dtype (the heads' and the losses'),
+    with data (not on the ``meta`` device); ``ValueError`` otherwise. A check of shape, type
+    and device (no host sync): every call of an encoder in training and in the final
+    embedding goes through it."""
+    num_nodes, dtype = x.size(0), getattr(x, "dtype", torch.get_default_dtype())
     if not isinstance(out, Tensor) or out.dim() != 2 or out.size(0) != num_nodes:
         shape = tuple(out.shape) if isinstance(out, Tensor) else type(out).__name__
         raise ValueError(
             f"encoder(x, edge_index) must return one row per node, [N, d]; on {num_nodes} "
             f"nodes it returned {shape}"
+        )
+    if out.dtype != dtype or out.is_meta:
+        raise ValueError(
+            f"encoder(x, edge_index) must return values of x's dtype, {dtype} (the heads' "
+            f"and the losses'), got {out.dtype}"
+            + (" on the meta device (no values)" if out.is_meta else "")
         )
     return out
 
@@ -95,7 +104,7 @@ def output_width(encoder: torch.nn.Module, x: Tensor, edge_index: Tensor) -> int
         out = encoder(x[:rows], edge_index[:, keep])
     finally:
         encoder.train(was_training)
-    return checked_output(out, rows).size(1)
+    return checked_output(out, x[:rows]).size(1)
 
 
 def feature_transform(config: NodeConfig, encoder: torch.nn.Module) -> BaseTransform | None:

@@ -18,8 +18,13 @@ from ...distributed import rank_and_world
 from ...distributed.launch import release, wait_for_rank_zero, wait_timeout, waiting_group
 from ..api import AUTO, default_config, train_node_model
 from ..config import check_field
-from ..inputs import check_labels
-from ..training.checkpoint import CHECKPOINT, write_checkpoint
+from ..inputs import check_labels, check_seeds
+from ..training.checkpoint import (
+    CHECKPOINT,
+    check_resumed_seeds,
+    holds_checkpoint,
+    write_checkpoint,
+)
 from ..training.fit import train_run
 from ..training.plan import check_schedule
 from .auto import BASELINES, RAW, STANDARDISED, UNTRAINED, choose_method, scoring_seeds
@@ -100,10 +105,11 @@ def resume_folders(folder: str | None, seeds: range) -> dict[int, Path]:
     """The folder each seed of ``seeds`` resumes from, in the run folder ``folder``: an
     interrupted run's periodic checkpoint (:func:`checkpoint_folder`) before a finished
     run's ``seed_<k>/``; ``ValueError`` if no seed has either."""
+    check_resumed_seeds(Path(folder), seeds, CHECKPOINTS)
     found = {}
     for seed in seeds:
         for place in (checkpoint_folder(folder, seed), Path(folder) / f"seed_{seed}"):
-            if (place / CHECKPOINT).is_file():
+            if holds_checkpoint(place):
                 found[seed] = place
                 break
     if not found:
@@ -207,6 +213,7 @@ def run_experiment(
         raise ValueError(f"seeds must be >= 1, got {seeds}")
     if first_seed < 0:
         raise ValueError(f"first_seed must be >= 0, got {first_seed}")
+    check_seeds(first_seed, seeds)  # every seed, before the first trains
     if "splits" in protocols and first_seed + seeds > num_splits(data):
         raise ValueError(
             f"seeds: {data.name} ships {num_splits(data)} splits, one per seed; got {seeds} seeds"

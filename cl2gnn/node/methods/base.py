@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ..._checks import integer, one_of, optional
+from ..._checks import Check, integer, one_of, optional
 from ..._registry import NODE_METHODS as REGISTRY
 from ..._torchrun import MODES
 from ..config import NodeConfig
@@ -53,7 +53,7 @@ class EncoderInput:
             out = encoder(self.x, self.graph)
         else:
             out = encoder(self.x, self.graph, edge_weight=self.edge_weight)
-        return checked_output(out, self.x.size(0))  # every row, every call: a shape check
+        return checked_output(out, self.x)  # every row, every call: a shape check
 
 
 def encoder_input(encoder: torch.nn.Module, view: Data) -> EncoderInput:
@@ -143,6 +143,8 @@ class NodeMethod(torch.nn.Module):
     min_batch_size: ClassVar[int] = 1
     weighted_views: ClassVar[str | None] = None
     reads_seed_rows_only: ClassVar[bool] = False
+    # the arguments of embedding_spec() and their checks (a saved file's are checked so)
+    embedding_spec_checks: ClassVar[dict[str, Check]] = {}
     Options: ClassVar[type[MethodOptions]] = MethodOptions
 
     def __init_subclass__(cls, **kwargs) -> None:
@@ -218,7 +220,7 @@ class NodeMethod(torch.nn.Module):
                 out = model(x, edge_index, edge_weight=edge_weight)
         finally:
             self.train(was_training)
-        return checked_output(out, x.size(0))
+        return checked_output(out, x)
 
     def after_step(self, progress: float = 1.0) -> None:
         """Call after each optimiser step with the fraction of training done (``0 … 1``):

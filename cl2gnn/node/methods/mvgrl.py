@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 from torch import Tensor
@@ -12,7 +12,7 @@ from torch_geometric.data import Data
 from torch_geometric.nn.inits import reset
 from torch_geometric.transforms import Compose
 
-from ..._checks import integer, optional
+from ..._checks import COUNT_MAX, Check, integer, number, optional
 from ...losses import LocalGlobalLoss
 from ..config import NodeConfig
 from ..encoders.features import SparseFeatures, dense_features, permute_rows, prepare_features
@@ -141,6 +141,11 @@ class MVGRL(NodeMethod):
 
     minibatch = False
     weighted_views = "a weighted graph (its diffusion view)"
+    embedding_spec_checks: ClassVar[dict[str, Check]] = {  # Diffusion's arguments
+        "alpha": number(0.0, 1.0, above=True),
+        "k": optional(integer(1, COUNT_MAX)),
+        "eps": optional(number(0.0, above=True)),
+    }
 
     @classmethod
     def check_compatible(cls, options, config, data, encoder) -> None:

@@ -4,7 +4,7 @@ spectral polynomial filters."""
 from __future__ import annotations
 
 import math
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +12,7 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import Compose
 
-from ..._checks import boolean, integer, number, probability
+from ..._checks import COUNT_MAX, Check, boolean, integer, number, probability
 from ...losses import LocalGlobalLoss
 from ...nn import ChebInterpConv
 from ..config import NodeConfig
@@ -130,6 +130,9 @@ class PolyGCLEncoder(torch.nn.Module):
         return self.combine(*self.branches(x, laplacian))
 
 
+FILTER_DEGREE = integer(1, 64)  # the filters' degree K
+
+
 def check_polygcl_encoder(kind: str | None, self_loops: bool, filter_batch_norm: bool) -> None:
     """What PolyGCL needs of its encoder (``kind``: the built-in encoder's, ``None`` for
     one's own): the built-in GCN with its self-loops (it reads each node alone, on a graph
@@ -184,6 +187,13 @@ class PolyGCL(NodeMethod):
 
     minibatch = False
     min_batch_size = 2  # one node shuffled is itself: no negative
+    embedding_spec_checks: ClassVar[dict[str, Check]] = {  # PolyGCLFilters' arguments
+        "in_channels": integer(0, COUNT_MAX),  # 0: no batch norm (an encoder of one's own)
+        "K": FILTER_DEGREE,
+        "input_dropout": probability,
+        "dropout": probability,
+        "batch_norm": boolean,
+    }
 
     @classmethod
     def check_compatible(cls, options, config, data, encoder) -> None:
@@ -194,7 +204,7 @@ class PolyGCL(NodeMethod):
         self,
         encoder: torch.nn.Module,
         *,
-        filter_degree: Annotated[int, integer(1, 64)] = 10,
+        filter_degree: Annotated[int, FILTER_DEGREE] = 10,
         filter_lr: Annotated[float, number(0.0, 1.0, above=True)] = 0.01,  # as learning_rate
         input_dropout: Annotated[float, probability] = 0.5,
         filter_dropout: Annotated[float, probability] = 0.5,

@@ -8,7 +8,10 @@ before anything is loaded."""
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import pickle
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +20,8 @@ import torch
 from torch import Tensor
 from torch_geometric.data import Data
 
-from ..._files import atomic_path
+from ..._files import atomic_path, save_torch
+from ..._validation import non_finite_entries
 from ..config import NodeConfig, config_from_dict
 
 if TYPE_CHECKING:
@@ -29,17 +33,61 @@ FORMAT, VERSION = "cl2gnn-node-checkpoint", 2
 
 
 def load_file(path: Path, what: str) -> object:
-    """``torch.load(path, weights_only=True)`` on the CPU; ``ValueError`` naming the file
-    if it is not one or would need code run to load."""
-    if not path.is_file():
+    """``torch.load(path, weights_only=True)`` on the CPU; ``ValueError`` naming the file if
+    it is none, would need code run to load, or cannot be read (truncated, damaged)."""
+    if not os.path.lexists(path):
         raise ValueError(f"{path}: no such {what}")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a {what}: a folder, or a link to no file")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, ValueError) as error:
+    except pickle.UnpicklingError as error:
         reason = " ".join(str(error).split())[:200]
         raise ValueError(
             f"{path}: not a {what} that loads without running code ({reason})"
         ) from None
+    except Exception as error:  # a truncated or damaged file fails in any of many ways
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        raise ValueError(f"{path}: cannot be read as a {what} ({reason})") from None
+
+
+def holds_checkpoint(folder: Path) -> bool:
+    """Whether ``folder`` (a seed's) holds a run checkpoint to resume from: ``checkpoint.pt``
+    there in any form (read by :func:`load_file`, which refuses one that is damaged, naming
+    it: a damaged checkpoint is never passed over for a run from the start); ``False``
+    where there is none. ``ValueError`` naming ``folder`` where it is no folder (a file, a
+    link), whose checkpoint could not be looked for."""
+    if os.path.lexists(folder) and (folder.is_symlink() or not folder.is_dir()):
+        raise ValueError(
+            f"{folder}: not a folder of a saved seed (a file, or a link); remove it to train "
+            "that seed from the start"
+        )
+    return os.path.lexists(folder / CHECKPOINT)
+
+
+def check_resumed_seeds(folder: Path, seeds: range, checkpoints: str) -> None:
+    """``ValueError`` unless ``seeds`` covers every seed saved in the run folder
+    ``folder`` (its ``seed_<k>`` folders and those in ``folder/checkpoints``, a killed run's
+    periodic checkpoints): a resumed run replaces the saved one as a whole, so a seed it does
+    not train would be deleted."""
+    saved = {
+        int(entry.name.removeprefix("seed_"))
+        for place in (Path(folder), Path(folder) / checkpoints)
+        if place.is_dir() and not place.is_symlink()
+        for entry in place.iterdir()
+        if re.fullmatch(r"seed_\d+", entry.name)
+    }
+    dropped = sorted(saved - set(seeds))
+    if dropped:
+        trained = (
+            f"seed {seeds.start}" if len(seeds) == 1 else f"seeds {seeds.start} to {seeds.stop - 1}"
+        )
+        raise ValueError(
+            f"resume: {folder} holds the seeds {', '.join(map(str, sorted(saved)))}; this "
+            f"run trains {trained}, and would delete seed "
+            f"{', '.join(map(str, dropped))} when it replaces the saved run: resume with every "
+            "saved seed, or save into another folder"
+        )
 
 
 def graph_digest(data: Data) -> str:
@@ -127,7 +175,7 @@ def write_checkpoint(folder: str | Path, checkpoint: dict) -> Path:
     at all; returns its path."""
     path = Path(folder) / CHECKPOINT
     with atomic_path(path) as temporary:
-        torch.save(on_cpu(dict(checkpoint)), temporary)
+        save_torch(on_cpu(dict(checkpoint)), temporary)
     return path
 
 
@@ -206,11 +254,15 @@ def check_progress(state: dict, trainer: Trainer) -> list[float]:
     losses = state.get("losses")
     if not isinstance(losses, list) or len(losses) != epoch:
         raise ValueError(f"losses: {epoch} epochs need {epoch} losses")
-    if not all(isinstance(loss, float) for loss in losses):
-        raise ValueError("losses: must be numbers")
+    if not all(isinstance(loss, float) and math.isfinite(loss) for loss in losses):
+        raise ValueError("losses: must be finite numbers (a run stops at a non-finite loss)")
     inner = state.get("trainer")
     if not isinstance(inner, dict) or not {"model", "optimizer", "steps", "rng"} <= set(inner):
         raise ValueError("trainer: missing the model, optimizer, steps or rng")
+    non_finite = non_finite_entries(inner)
+    if non_finite:
+        shown = ", ".join(non_finite[:3]) + (", …" if len(non_finite) > 3 else "")
+        raise ValueError(f"trainer: NaN or inf in {shown}")
     steps = inner["steps"]
     if not is_count(steps) or steps != epoch * trainer.steps_per_epoch:
         raise ValueError(

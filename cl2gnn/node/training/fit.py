@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from ..._checks import integer
 from ...distributed import rank_and_world
 from ..config import NodeConfig
+from ..inputs import check_finite_embeddings
 from ..result import TrainResult
 from .checkpoint import RunState, resume_run, run_checkpoint, run_identity, write_checkpoint
 from .fullbatch import FullBatchTrainer
@@ -136,7 +137,7 @@ def fit(
     run = len(losses) - start
     epoch_ms = 1000.0 * (later / (run - 1) if run > 1 else first)
     kept = lowest is None and end in snapshots  # else the restored weights'
-    final = snapshots[end] if kept else trainer.embed()
+    final = check_finite_embeddings(snapshots[end] if kept else trainer.embed())
     encoder = trainer.method.embedding_model().eval()
     return TrainResult(
         final,

@@ -223,4 +223,4 @@ class MinibatchTrainer(Trainer):
         else:
             out = encoder(self.x.to(self.device), self.edge_index.to(self.device))
         encoder.train(was_training)
-        return checked_output(out, self.x.size(0)).cpu()
+        return checked_output(out, self.x).cpu()

@@ -22,8 +22,9 @@ from torch_geometric.data import Data
 from ...distributed import rank_and_world
 from ..config import DEFAULTS, NodeConfig, check_option_names
 from ..encoders.graph_encoder import ENCODER_ARGUMENTS
+from ..encoders.spec import check_config_fits
 from ..encoders.user import PROBE_WEIGHTS, check_encoder, uses_edge_weight
-from ..inputs import check_graph
+from ..inputs import check_feature_scale, check_graph
 from ..methods import REGISTRY, NodeMethod, check_method_takes, method_type
 from ..methods.options import MethodOptions
 
@@ -77,6 +78,7 @@ def check_run(
     check_graph(data)
     if not isinstance(config, NodeConfig):
         raise ValueError(f"config must be a NodeConfig, got {type(config).__name__}")
+    check_feature_scale(data.x, config.normalize_features)
     cls = method_type(method)
     check_option_names(config.options)
     check_method_takes(cls, config.options)
@@ -85,6 +87,8 @@ def check_run(
     check_batching(cls, config, data, options, distributed)
     if encoder is not None:
         check_own_encoder(cls, encoder, config, data)
+    else:  # the memory the built-in encoder needs at the least, before it is built
+        check_config_fits(config, data, device)
     cls.check_compatible(options, config, data, encoder)
     check_matmul_dtype(config, device, distributed)
     fan_outs = None
