@@ -147,3 +147,10 @@ def argument(check: Check, parse: Callable[[str], Any] = float) -> Callable[[str
         return converted
 
     return parse_and_check
+
+
+def first_line(error: BaseException) -> str:
+    """An exception's message for one line (torch's can run to many), else its type's name:
+    what a one-line refusal quotes of an error underneath it."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

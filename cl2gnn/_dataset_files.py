@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ._files import cache_dir
 
-EMBEDDED = "digits-knn"  # scikit-learn's digits as a kNN graph: no file of its own
+EMBEDDED_DATASET = "digits-knn"  # scikit-learn's digits as a kNN graph: no file of its own
 HETEROPHILOUS = (
     "actor",
     "chameleon",
@@ -50,7 +50,7 @@ PYG_LAYOUTS = {
     "WikiCS": Layout("wikics", "raw", ("data.json",)),
 }
 PYG_DATASETS = tuple(PYG_LAYOUTS)
-DATASETS = (EMBEDDED, *PYG_DATASETS, *HETEROPHILOUS)
+DATASETS = (EMBEDDED_DATASET, *PYG_DATASETS, *HETEROPHILOUS)
 
 
 def canonical_name(name: str) -> str | None:
@@ -91,7 +91,7 @@ def dataset_inputs(name: str, root: str | os.PathLike | None) -> list[Path]:
     them (it is read, or downloaded, there); ``[]`` for the embedded dataset or no such
     name."""
     canonical = canonical_name(name)
-    if canonical is None or canonical == EMBEDDED:
+    if canonical is None or canonical == EMBEDDED_DATASET:
         return []
     local = data_root(canonical, root)
     files = raw_files(canonical, local) if local is not None else []

@@ -34,10 +34,10 @@ from pathlib import Path
 
 from benchmarks._shared.results import RESULTS_DIR
 from cl2gnn.cli import cmdline
-from cl2gnn.datasets.nodes import EMBEDDED, HETEROPHILOUS
+from cl2gnn.datasets.nodes import EMBEDDED_DATASET, HETEROPHILOUS
 from cl2gnn.node.api import default_method
 
-GRAPHS = (EMBEDDED, "Cora", *HETEROPHILOUS)  # every graph on disk
+GRAPHS = (EMBEDDED_DATASET, "Cora", *HETEROPHILOUS)  # every graph on disk
 
 
 BEFORE = ("auto", "chosen", "auto wall s")  # the earlier row's cells shown beside

@@ -6,7 +6,7 @@ argument error before torch loads, and tied to its source by a test
 from __future__ import annotations
 
 # cl2gnn.datasets: the graphs cl2gnn reads, and the generated graphs' presets
-EMBEDDED = "digits-knn"
+EMBEDDED_DATASET = "digits-knn"
 PYG_DATASETS = ("Cora", "CiteSeer", "PubMed", "Computers", "Photo", "CS", "Physics", "WikiCS")
 HETEROPHILOUS = (
     "actor",
@@ -17,7 +17,7 @@ HETEROPHILOUS = (
     "wisconsin",
     "minesweeper",
 )
-DATASETS = (EMBEDDED, *PYG_DATASETS, *HETEROPHILOUS)
+DATASETS = (EMBEDDED_DATASET, *PYG_DATASETS, *HETEROPHILOUS)
 
 
 def dataset_name(text: str) -> str:

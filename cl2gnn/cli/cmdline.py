@@ -145,14 +145,14 @@ def _check_parents(path: Path, text: str) -> None:
             return
 
 
-def run_folder(owns: Callable[[str], bool]) -> Callable[[str], str]:
+def run_folder(is_run_entry: Callable[[str], bool]) -> Callable[[str], str]:
     """An argparse type: :func:`output_dir` for a run that replaces the entries of its folder
-    that ``owns`` names (``checkpoint.pt``, ``seed_<k>``); no other output may lie there."""
+    that ``is_run_entry`` names (``checkpoint.pt``, ``seed_<k>``); no other output may lie there."""
 
     def parse(text: str) -> str:
         return output_dir(text)
 
-    parse.owns = owns
+    parse.is_run_entry = is_run_entry
     parse.__name__ = "folder"
     return parse
 
@@ -172,7 +172,7 @@ def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
     * an output folder that holds an input (its run writes and clears entries there);
     * an output file inside an input folder, where a file already is;
     * an output file among the entries another output's run folder replaces
-      (:func:`run_folder`'s ``owns``).
+      (:func:`run_folder`'s ``is_run_entry``).
 
     The options are told apart by their types: :func:`existing_path`,
     :func:`dataset_argument` (a ``.npz`` path, or a name: the files it is read from,
@@ -183,10 +183,10 @@ def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
         value = getattr(args, action.dest, None)
         if not action.option_strings or value is None:
             continue
-        option, kind, owns = (
+        option, kind, is_run_entry = (
             action.option_strings[0],
             action.type,
-            getattr(action.type, "owns", None),
+            getattr(action.type, "is_run_entry", None),
         )
         if kind in (existing_path, dataset_argument, config_file):
             text = getattr(value, "path", value)  # a --config file's fields remember it
@@ -197,8 +197,8 @@ def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
                     (f"{option} {text}", str(path), path.resolve())
                     for path in dataset_inputs(text, getattr(args, "root", None))
                 )
-        elif kind in (output_file, output_dir) or owns is not None:
-            outputs.append((option, value, _resolved(value), kind is not output_file, owns))
+        elif kind in (output_file, output_dir) or is_run_entry is not None:
+            outputs.append((option, value, _resolved(value), kind is not output_file, is_run_entry))
     inputs += named
     for option, text, path, folder, _ in outputs:
         for read, read_text, source in inputs:
@@ -216,10 +216,15 @@ def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> No
                     f"argument {option}: {text!r} would replace a file in {read_text!r}, "
                     f"which {read} reads; choose a path outside it"
                 )
-        for writer, writer_text, run, _, owns in outputs:
-            if owns is None or writer == option or not path.is_relative_to(run) or path == run:
+        for writer, writer_text, run, _, is_run_entry in outputs:
+            if (
+                is_run_entry is None
+                or writer == option
+                or not path.is_relative_to(run)
+                or path == run
+            ):
                 continue
-            if owns(path.relative_to(run).parts[0]):
+            if is_run_entry(path.relative_to(run).parts[0]):
                 parser.error(
                     f"argument {option}: {text!r} is among what {writer} {writer_text!r} "
                     "replaces with each run; choose a path outside it"

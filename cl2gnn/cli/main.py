@@ -16,7 +16,7 @@ from cl2gnn import _files
 from cl2gnn._torchrun import launched_by_torchrun
 
 from . import cmdline, node_arguments
-from .catalogue import DATASETS, EMBEDDED, GRAPH_PRESETS, STUDY_NAMES
+from .catalogue import DATASETS, EMBEDDED_DATASET, GRAPH_PRESETS, STUDY_NAMES
 from .node import add_node_command
 
 
@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument(
         "--dataset",
         type=node_arguments.dataset_argument,
-        default=EMBEDDED,
+        default=EMBEDDED_DATASET,
         help=f"one of {', '.join(DATASETS)}, or PATH.npz (the encoder's feature width)",
     )
     embed.add_argument("--root", type=cmdline.existing_path, help="dataset root")

@@ -15,7 +15,7 @@ from cl2gnn._torchrun import MODES
 
 from ..node.config import EMBEDDINGS, ENCODERS
 from . import cmdline, node_arguments, run_folder
-from .catalogue import AUTO, DATASETS, EMBEDDED, MATMUL_DTYPES, PROTOCOLS, dataset_name
+from .catalogue import AUTO, DATASETS, EMBEDDED_DATASET, MATMUL_DTYPES, PROTOCOLS, dataset_name
 from .node_output import format_table, reproduce
 
 # cl2gnn node's options that set a NodeConfig field: option dest -> (field, how the text
@@ -82,9 +82,11 @@ def _node(args: argparse.Namespace) -> int:
     # writes the run into a staging folder that replaces an earlier run (--overwrite) whole
     if args.save is None or int(os.environ.get("RANK", "0")) != 0:
         return _run_node(args, fields, None)
-    with _files.locked_folder(args.save, subfolders=run_folder.owns) as folder:
+    with _files.locked_folder(args.save, subfolders=run_folder.is_run_entry) as folder:
         run_folder.check_before_run(folder, args.overwrite, args.resume)
-        with _files.replaced_as_a_whole(folder, run_folder.owns, run_folder.RESULT) as staging:
+        with _files.replaced_as_a_whole(
+            folder, run_folder.is_run_entry, run_folder.RESULT
+        ) as staging:
             status = _run_node(args, fields, staging, folder)
         # finished and in place: an interrupted run's periodic checkpoints are done with
         shutil.rmtree(Path(folder) / run_folder.CHECKPOINTS, ignore_errors=True)
@@ -170,7 +172,7 @@ def add_node_command(sub) -> None:
     node.add_argument(
         "--dataset",
         type=node_arguments.dataset_argument,
-        default=EMBEDDED,
+        default=EMBEDDED_DATASET,
         help=f"one of {', '.join(DATASETS)}, or PATH.npz (a graph in the heterophilous "
         "graphs' format: node_features, node_labels, edges, train/val/test_masks)",
     )
@@ -359,7 +361,7 @@ def add_node_command(sub) -> None:
     node.add_argument("--json", type=cmdline.output_file, help="write the result to this JSON file")
     node.add_argument(
         "--save",
-        type=cmdline.run_folder(run_folder.owns),
+        type=cmdline.run_folder(run_folder.is_run_entry),
         metavar="DIR",
         help="write each seed's trained encoder, embeddings and losses to DIR/seed_<k>/ "
         "(encoder.pt, embeddings.pt, losses.csv, losses.png) and the result to "

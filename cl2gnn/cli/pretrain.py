@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cl2gnn import _files
+from cl2gnn._checks import first_line
 
 from . import cmdline
 from .catalogue import ARCHS
@@ -321,9 +322,3 @@ def resume(trainer: Pretrainer, checkpoint: Path) -> None:
         ) from None
     except Exception as error:  # truncated or damaged: torch fails in any of many ways
         raise ValueError(f"{checkpoint}: cannot resume from it: {first_line(error)}") from None
-
-
-def first_line(error: Exception) -> str:
-    """An exception's message for one line (torch's can run to many)."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -20,7 +20,7 @@ CHECKPOINTS = ".cl2gnn.checkpoints"
 _SEED = re.compile(r"seed_\d+")
 
 
-def owns(name: str) -> bool:
+def is_run_entry(name: str) -> bool:
     """Whether an entry named ``name`` in the folder is a run's: its index or a seed folder."""
     return name == RESULT or _SEED.fullmatch(name) is not None
 
@@ -29,7 +29,9 @@ def check_no_earlier_run(folder: str | Path, overwrite: bool) -> None:
     """``ValueError`` (naming ``--save`` and what the folder holds) where ``folder`` holds an
     earlier run's entries, complete or interrupted, unless ``overwrite``."""
     folder = Path(folder)
-    earlier = sorted(e.name for e in folder.iterdir() if owns(e.name)) if folder.is_dir() else []
+    earlier = (
+        sorted(e.name for e in folder.iterdir() if is_run_entry(e.name)) if folder.is_dir() else []
+    )
     if earlier and not overwrite:
         shown = ", ".join(earlier[:4]) + (", …" if len(earlier) > 4 else "")
         raise ValueError(

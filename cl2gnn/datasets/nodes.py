@@ -23,7 +23,7 @@ from torch_geometric.data import Data
 
 from .._dataset_files import (
     DATASETS,
-    EMBEDDED,
+    EMBEDDED_DATASET,
     HETEROPHILOUS,
     PYG_DATASETS,
     cache_root,
@@ -39,7 +39,7 @@ from .pyg_raw import read_pyg_dataset
 
 __all__ = [
     "DATASETS",
-    "EMBEDDED",
+    "EMBEDDED_DATASET",
     "HETEROPHILOUS",
     "PYG_DATASETS",
     "digits_knn_graph",
@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
+def load_node_dataset(name: str = EMBEDDED_DATASET, root: str | None = None) -> Data:
     """A PyG ``Data`` with ``x``, ``edge_index``, ``y`` (and Planetoid's public masks, or a
     heterophilous graph's splits as ``[N, splits]`` masks).
 
@@ -69,7 +69,7 @@ def load_node_dataset(name: str = EMBEDDED, root: str | None = None) -> Data:
         raise ValueError(
             f"unknown dataset {name!r}; choose from {', '.join(DATASETS)} or give a .npz path"
         )
-    if canonical == EMBEDDED:
+    if canonical == EMBEDDED_DATASET:
         return digits_knn_graph()
     if canonical in HETEROPHILOUS:
         return heterophilous_graph(canonical, root)
@@ -112,7 +112,7 @@ def digits_knn_graph(k: int = 10) -> Data:
 
     digits = load_digits()
     x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
-    return feature_knn_dataset(x, torch.tensor(digits.target), EMBEDDED, k)
+    return feature_knn_dataset(x, torch.tensor(digits.target), EMBEDDED_DATASET, k)
 
 
 def feature_knn_dataset(

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from .._checks import first_line
 from .._torchrun import launched_by_torchrun
 
 T = TypeVar("T")
@@ -134,7 +135,7 @@ def wait_for_rank_zero(group: dist.ProcessGroup | None, what: str, hint: str) ->
         dist.barrier(group=group)
     except RuntimeError as error:  # gloo's DistBackendError: a timeout, or a rank gone
         raise RuntimeError(
-            f"rank {dist.get_rank()} stopped waiting for {what}: {_first_line(error)}; {hint}"
+            f"rank {dist.get_rank()} stopped waiting for {what}: {first_line(error)}; {hint}"
         ) from error
 
 
@@ -169,8 +170,3 @@ def rank_zero_first(prepare: Callable[[], T], what: str = "preparing the data") 
         return result
     finally:
         release(group)
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

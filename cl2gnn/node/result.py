@@ -18,8 +18,8 @@ from torch import Tensor
 from torch_geometric.data import Data
 from torch_geometric.transforms import BaseTransform, NormalizeFeatures
 
+from .._checks import first_line
 from .._files import atomic_path, save_torch, write_text_atomic
-from ..distributed.launch import _first_line as first_line
 from .config import NodeConfig
 from .encoders.graph_encoder import GraphEncoder
 from .encoders.spec import check_saved_encoder, check_saved_spec

@@ -35,6 +35,7 @@ import torch
 from torch import Tensor
 
 from .. import _files
+from .._checks import first_line
 from .._files import cache_dir
 from ..distributed.launch import rank_zero_first
 
@@ -110,7 +111,7 @@ def _torchvision(name: str, root: str | None, train: bool) -> ImageSet:
             f"({error.reason})"
         ) from error
     except (RuntimeError, EOFError, tarfile.TarError, pickle.UnpicklingError, zlib.error) as error:
-        raise ValueError(f"{target}: cannot read {name}: {_first_line(error)}") from error
+        raise ValueError(f"{target}: cannot read {name}: {first_line(error)}") from error
     images = torch.from_numpy(np.asarray(dataset.data)).permute(0, 3, 1, 2).contiguous()
     return ImageSet(images, torch.tensor(dataset.targets), list(dataset.classes))
 
@@ -121,7 +122,7 @@ def read_image_folder(root: Path, split: str = "train") -> ImageSet:
     try:
         files = _list_images(source, split)
     except (zipfile.BadZipFile, zlib.error, EOFError) as error:
-        raise ValueError(f"{source}: not a readable zip file ({_first_line(error)})") from error
+        raise ValueError(f"{source}: not a readable zip file ({first_line(error)})") from error
     cached = cache_dir() / "vision" / f"folder-{_cache_key(source, split, files)}.pt"
     if cached.exists():
         try:
@@ -138,7 +139,7 @@ def read_image_folder(root: Path, split: str = "train") -> ImageSet:
             images.append(_decode(data))
         except RuntimeError as error:
             # torchvision's message opens with its C++ source location: not the user's
-            reason = re.sub(r"^[^,]*, \S+:\d+, ", "", _first_line(error))
+            reason = re.sub(r"^[^,]*, \S+:\d+, ", "", first_line(error))
             raise ValueError(f"{where}: cannot decode the image ({reason})") from None
         labels.append(index[cls])
     shapes = {tuple(img.shape) for img in images}
@@ -189,17 +190,12 @@ def _read(source: Path, files: list[tuple[str, str]]):
                     data = zf.read(name)
                 except (zipfile.BadZipFile, zlib.error, EOFError) as error:
                     raise ValueError(
-                        f"{source}: cannot read {name} in the zip ({_first_line(error)})"
+                        f"{source}: cannot read {name} in the zip ({first_line(error)})"
                     ) from None
                 yield cls, data, f"{source}:{name}"
     else:
         for cls, name in files:
             yield cls, (source / name).read_bytes(), source / name
-
-
-def _first_line(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _decode(data: bytes) -> Tensor:

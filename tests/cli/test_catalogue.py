@@ -16,7 +16,7 @@ from cl2gnn.vision import data, models, objectives
 
 # (the catalogue's name, the library's value: as a tuple of names, in the library's order)
 TIES = [
-    ("EMBEDDED", nodes.EMBEDDED),
+    ("EMBEDDED_DATASET", nodes.EMBEDDED_DATASET),
     ("PYG_DATASETS", nodes.PYG_DATASETS),
     ("HETEROPHILOUS", nodes.HETEROPHILOUS),
     ("DATASETS", nodes.DATASETS),

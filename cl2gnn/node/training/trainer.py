@@ -13,7 +13,7 @@ from torch import Tensor
 from torch_geometric import seed_everything
 from torch_geometric.data import Data
 
-from ...distributed.launch import _first_line as first_line
+from ..._checks import first_line
 from ..config import NodeConfig
 from ..encoders.features import with_column_mask
 from ..encoders.user import feature_transform
