@@ -135,4 +135,4 @@ class CCASSGLoss(FunctionalLoss):
     functional = staticmethod(cca_ssg_loss)
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
-        return self.functional(h1, h2, **self._options())
+        return self.call_functional(h1, h2)

@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 from .._checks import one_of
-from .._options import Distributed, Finite, Temperature, TileSize, check_options
+from .._options import Distributed, Finite, OptionsChecked, Temperature, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index
 from ..graphs.pair import pair_graph
@@ -26,7 +26,7 @@ def _uniform_option(name: str) -> property:
 
 
 @OPERATORS.register
-class ContrastiveConv(torch.nn.Module):
+class ContrastiveConv(OptionsChecked, torch.nn.Module):
     r"""The contrastive (InfoNCE) step: alignment minus uniformity (eqs. 9, 10 of *A
     Message Passing Perspective on Learning Dynamics of Contrastive Learning*, Wang et al.,
     ICLR 2023).

@@ -10,7 +10,7 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
 from .._checks import one_of
-from .._options import Distributed, Finite, Temperature, TileSize, check_options
+from .._options import Distributed, Finite, OptionsChecked, Temperature, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index
 from ..distributed import (
@@ -35,7 +35,7 @@ IMPLEMENTATIONS = ("auto", *_dispatch.FORMS)
 
 
 @OPERATORS.register
-class UniformAttention(MessagePassing):
+class UniformAttention(OptionsChecked, MessagePassing):
     r"""One gradient step of the uniformity loss: a (reversed) self-attention on the
     affinity graph (eqs. 2b, 7, 8, 12 of *A Message Passing Perspective on Learning
     Dynamics of Contrastive Learning*, Wang et al., ICLR 2023).
@@ -140,10 +140,9 @@ class UniformAttention(MessagePassing):
         self.self_loops = self_loops
         self.distributed = distributed
         self.matmul_dtype = matmul_dtype
-        self._check_options()
-
-    def _check_options(self) -> None:
         check_options(self)
+
+    def check_joint_options(self) -> None:
         _dispatch.check_matmul_dtype(self.matmul_dtype, self.implementation, self.distributed)
 
     def reset_parameters(self) -> None:
@@ -328,7 +327,7 @@ class UniformAttention(MessagePassing):
         :class:`~cl2gnn.nn.ContrastiveConv`'s augmentation graph). Across ranks every
         rank's checks are decided together, with the row counts, before any other
         collective (:func:`~cl2gnn.distributed.shard.checked_shard`)."""
-        self._check_options()
+        check_options(self)
         distributed = is_distributed(self.distributed)
 
         def local() -> tuple[Tensor, Tensor | None, Tensor | None]:
