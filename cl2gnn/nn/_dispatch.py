@@ -17,7 +17,9 @@ The rule, :func:`exact_form`:
   :data:`~cl2gnn.nn.tiled_triton.MAX_DIM`, no excluded pairs); the torch tiles otherwise.
   The free memory is read only where the budget alone would take dense, by
   ``torch.cuda.mem_get_info``: a driver query, not a stream synchronisation, so the step
-  queues on without waiting for the device (:func:`fits_on_device`).
+  queues on without waiting for the device (:func:`fits_on_device`); and only once per
+  size and device (:func:`dense_fits`): a training step of the same shape asks the driver
+  nothing, so that it can be captured in a CUDA graph.
 * **CPU** (and any other device). Dense below :data:`CPU_TILED_MIN_ROWS` rows, the tiles
   from there on: the log-partition's tiles do half the GEMM work (symmetric blocks) in
   fewer passes over the logits, and no tiles allocate ``N × N``.
@@ -82,6 +84,24 @@ def fits_on_device(size: int, device: torch.device) -> bool:
     return size <= free + cached
 
 
+_DENSE_FITS: dict[tuple[int, str], bool] = {}
+
+
+@torch.compiler.assume_constant_result
+def dense_fits(size: int, device: torch.device) -> bool:
+    """:func:`fits_on_device` asked once per ``size`` and device, the answer kept (a constant
+    for ``torch.compile``); :func:`forget_dense_fits` asks again."""
+    key = (int(size), str(device))
+    if key not in _DENSE_FITS:
+        _DENSE_FITS[key] = fits_on_device(size, device)
+    return _DENSE_FITS[key]
+
+
+def forget_dense_fits() -> None:
+    """Forget :func:`dense_fits`' answers (memory freed or taken since)."""
+    _DENSE_FITS.clear()
+
+
 def check_matmul_dtype(
     matmul_dtype: str | None, implementation: str, distributed: str | None
 ) -> None:
@@ -127,7 +147,8 @@ def exact_form(
         computation (str, optional): ``"log-partition"`` (:class:`UniformAttention`'s
             energy) or ``"attention"`` (:class:`ContrastiveNorm`'s, no Triton kernel).
         free_bytes (int, optional): memory a CUDA allocation can take; ``None``: ask the
-            device (:func:`fits_on_device`), only when the budget alone would take dense.
+            device (:func:`dense_fits`: once per size), only when the budget alone would
+            take dense.
     """
     device = torch.device(device)
     forms = COMPUTATIONS[computation]
@@ -136,7 +157,7 @@ def exact_form(
     if device.type == "cuda":
         need = dense_bytes(rows, dtype)
         if need <= DENSE_MAX_BYTES and (
-            fits_on_device(need, device) if free_bytes is None else need <= free_bytes
+            dense_fits(need, device) if free_bytes is None else need <= free_bytes
         ):
             return "dense"
         triton = "triton" in forms and exclude_index is None

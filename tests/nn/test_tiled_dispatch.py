@@ -66,6 +66,24 @@ def test_cuda_dense_budget_is_capped_by_free_memory(triton_installed):
         assert _dispatch.exact_form(*args) == "dense"
 
 
+def test_cuda_free_memory_is_asked_once_per_size(triton_installed, monkeypatch):
+    """A step of the same shape asks the driver nothing (a CUDA graph can capture it): the
+    first call per size and device asks, the others keep its answer."""
+    asked = []
+    monkeypatch.setattr(
+        _dispatch, "fits_on_device", lambda size, device: asked.append(size) or len(asked) > 1
+    )
+    _dispatch.forget_dense_fits()
+    small, other = GRACE_CORA_VIEWS, GRACE_CORA_VIEWS + 2
+    answers = [_dispatch.exact_form(small, 128, CUDA, F32) for _ in range(3)]
+    assert answers == ["triton"] * 3  # the first answer (no room), kept
+    assert _dispatch.exact_form(other, 128, CUDA, F32) == "dense"  # a new size asks
+    assert asked == [_dispatch.dense_bytes(small, F32), _dispatch.dense_bytes(other, F32)]
+    _dispatch.forget_dense_fits()
+    assert _dispatch.exact_form(small, 128, CUDA, F32) == "dense"  # asked again
+    _dispatch.forget_dense_fits()  # no answer of the stand-in left for other tests
+
+
 def test_cuda_beyond_the_budget_takes_the_tiles_where_triton_cannot(triton_installed):
     big = dense_limit() + 1
     assert form(big, dim=tiled_triton.MAX_DIM) == "triton"
