@@ -25,8 +25,9 @@ The rule, :func:`exact_form`:
   fewer passes over the logits, and no tiles allocate ``N × N``.
 * Tiles and Triton take no set of excluded pairs that is not symmetric: such a call is
   dense. Triton takes none at all: a call with excluded pairs goes to the tiles.
-* ``matmul_dtype="bfloat16"`` on float32 rows asks for the tiles' bfloat16 products, which
-  only the tiles offer: the tiles.
+* ``matmul_dtype="bfloat16"`` on float32 rows asks for bfloat16 products with float32
+  accumulation: on the CPU the tiles' (oneDNN), on CUDA Triton's where it takes the input
+  (the tiles refuse it there).
 
 Cross-overs. Measured on a GPU (NVIDIA H200, torch 2.11 cu130, 2026-11-27, the figures
 of issue 53): GRACE on Cora (5,416 views, ``d = 128``) takes 10.06 ms an epoch dense against
@@ -105,18 +106,19 @@ def forget_dense_fits() -> None:
 def check_matmul_dtype(
     matmul_dtype: str | None, implementation: str, distributed: str | None
 ) -> None:
-    """``matmul_dtype`` is the torch tiles' option: it takes ``implementation`` ``"auto"``
-    (which then picks the tiles) or ``"tiled"``, on one process."""
+    """``matmul_dtype`` is the torch tiles' option (CPU) and Triton's (CUDA): it takes
+    ``implementation`` ``"auto"`` (which then picks one of them), ``"tiled"`` or
+    ``"triton"``, on one process."""
     if matmul_dtype is None:
         return
-    if implementation not in ("auto", "tiled"):
+    if implementation not in ("auto", "tiled", "triton"):
         raise ValueError(
-            f"matmul_dtype={matmul_dtype!r} multiplies in the torch tiles: implementation "
-            f"must be 'auto' or 'tiled', got {implementation!r}"
+            f"matmul_dtype={matmul_dtype!r} multiplies in the torch tiles or Triton: "
+            f"implementation must be 'auto', 'tiled' or 'triton', got {implementation!r}"
         )
     if distributed is not None:
         raise ValueError(
-            f"matmul_dtype={matmul_dtype!r} multiplies in one process's torch tiles: "
+            f"matmul_dtype={matmul_dtype!r} multiplies in one process's tiles: "
             f"distributed must be None, got {distributed!r}"
         )
 
@@ -153,7 +155,8 @@ def exact_form(
     device = torch.device(device)
     forms = COMPUTATIONS[computation]
     if matmul_dtype is not None and dtype == torch.float32:
-        return "tiled"
+        triton = device.type == "cuda" and "triton" in forms and exclude_index is None
+        return "triton" if triton and tiled_triton.supports(device, dtype, dim) else "tiled"
     if device.type == "cuda":
         need = dense_bytes(rows, dtype)
         if need <= DENSE_MAX_BYTES and (

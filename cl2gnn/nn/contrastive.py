@@ -69,8 +69,8 @@ class ContrastiveConv(OptionsChecked, torch.nn.Module):
             checked with the other inputs on every rank before the ranks communicate
             (default: ``None``).
         matmul_dtype (str, optional): ``"bfloat16"``: the uniformity term's products in
-            bfloat16 with float32 accumulation, in the torch tiles on the CPU, as in
-            :class:`UniformAttention` (default: ``None``, the rows' dtype).
+            bfloat16 with float32 accumulation, in the torch tiles on the CPU or Triton on
+            CUDA, as in :class:`UniformAttention` (default: ``None``, the rows' dtype).
 
     Shapes:
         - **input:** features :math:`(N, d)`, augmentation ``edge_index`` :math:`(2, E)`,

@@ -55,7 +55,7 @@ def _check_matmul_device(x: Tensor, matmul_dtype: str | None) -> None:
     if matmul_dtype is not None and x.dtype == torch.float32 and x.device.type != "cpu":
         raise ValueError(
             f"matmul_dtype={matmul_dtype!r} is oneDNN's bf16 GEMM for CPU tensors, got a "
-            f"{x.device.type} tensor (on a GPU pass bfloat16 rows or use autocast)"
+            f"{x.device.type} tensor (on CUDA the Triton kernels take it: install triton)"
         )
 
 

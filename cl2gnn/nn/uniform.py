@@ -103,9 +103,12 @@ class UniformAttention(OptionsChecked, MessagePassing):
         matmul_dtype (str, optional): ``"bfloat16"``: the complete graph's log-partition
             multiplies float32 rows in bfloat16 with float32 accumulation, in the torch
             tiles on the CPU (oneDNN; several times faster, rounding the rows to 8
-            significant bits inside each product, see :mod:`~cl2gnn.nn.tiled`); it takes
-            ``implementation`` ``"auto"`` (then tiled) or ``"tiled"``, no ``distributed``.
-            ``None``: products in the rows' dtype, exact (default: ``None``).
+            significant bits inside each product, see :mod:`~cl2gnn.nn.tiled`), in the
+            Triton kernels on CUDA (:mod:`~cl2gnn.nn._triton_plan`); it takes
+            ``implementation`` ``"auto"`` (then those), ``"tiled"`` or ``"triton"``, no
+            ``distributed``. ``None``: products in the rows' dtype, exact; float32 ones on
+            CUDA as torch's own switch says (``torch.set_float32_matmul_precision``)
+            (default: ``None``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -209,7 +212,9 @@ class UniformAttention(OptionsChecked, MessagePassing):
             return scatter_logsumexp(logits, edge_index[1], x.size(0))
         form = self._form(x, exclude_index)
         if form == "triton":
-            return triton_row_logsumexp(x, self.temperature, self.stop_gradient, self.self_loops)
+            return triton_row_logsumexp(
+                x, self.temperature, self.stop_gradient, self.self_loops, self.matmul_dtype
+            )
         if form == "tiled":
             return tiled_row_logsumexp(
                 x,

@@ -112,9 +112,14 @@ def test_cpu_keeps_dense_below_the_tiles_threshold_and_never_triton(computation,
     assert form(threshold, "cpu", computation=computation) == "tiled"  # a name will do
 
 
-def test_bfloat16_products_ask_for_the_tiles_of_float32_rows():
+def test_bfloat16_products_ask_for_the_tiles_or_triton_of_float32_rows(monkeypatch):
     assert form(8, CPU, matmul_dtype="bfloat16") == "tiled"
-    assert form(8, CUDA, matmul_dtype="bfloat16") == "tiled"  # where the tiles refuse it
+    monkeypatch.setattr(tiled_triton, "triton", object())  # a machine with Triton
+    assert form(8, CUDA, matmul_dtype="bfloat16") == "triton"  # at any size: dense has none
+    assert form(8, CUDA, matmul_dtype="bfloat16", exclude_index=torch.ones(2, 1)) == "tiled"
+    assert form(8, CUDA, dim=tiled_triton.MAX_DIM + 1, matmul_dtype="bfloat16") == "tiled"
+    monkeypatch.setattr(tiled_triton, "triton", None)  # without: the tiles, which refuse it
+    assert form(8, CUDA, matmul_dtype="bfloat16") == "tiled"
     assert form(8, CPU, torch.float64, matmul_dtype="bfloat16") == "dense"  # not float32
 
 
@@ -151,7 +156,7 @@ def spy_forms(monkeypatch, answer):
         asked.append((rows, dim, torch.device(device), dtype, kwargs))
         return answer
 
-    def triton(x, temperature, stop_gradient, self_loops):
+    def triton(x, temperature, stop_gradient, self_loops, matmul_dtype):
         ran.append("triton")
         return real_tiled(x, temperature, stop_gradient, self_loops)
 
@@ -358,11 +363,11 @@ def test_bfloat16_products_leave_the_global_setting_as_they_found_it():
     assert torch.backends.mkldnn.matmul.fp32_precision == before
 
 
-def test_bfloat16_products_on_the_torch_tiles_alone():
+def test_bfloat16_products_on_the_torch_tiles_or_triton_alone():
     with pytest.raises(ValueError, match="matmul_dtype"):
         UniformAttention(implementation="dense", matmul_dtype="bfloat16")
     with pytest.raises(ValueError, match="matmul_dtype"):
-        InfoNCELoss(implementation="triton", matmul_dtype="bfloat16")
+        InfoNCELoss(implementation="dense", matmul_dtype="bfloat16")
     with pytest.raises(ValueError, match="matmul_dtype"):
         info_nce(torch.randn(4, 3), torch.randn(4, 3), distributed="ring", matmul_dtype="bfloat16")
     with pytest.raises(ValueError, match="matmul_dtype"):  # not oneDNN's: refused before a GEMM
