@@ -331,7 +331,7 @@ def test_triton_on_cuda_equals_float64_tiled(dtype, stop_gradient, monkeypatch):
     from cl2gnn.nn.tiled import tiled_row_logsumexp
     from cl2gnn.nn.tiled_triton import triton_row_logsumexp
 
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)  # IEEE float32
+    monkeypatch.setattr(torch.backends.cuda.matmul, "fp32_precision", "ieee")
     x = torch.nn.functional.normalize(torch.randn(3000, 96, device="cuda"), dim=1)
     weight = torch.rand(3000, device="cuda")
     fast = x.to(dtype).requires_grad_(True)
@@ -347,3 +347,30 @@ def test_triton_on_cuda_equals_float64_tiled(dtype, stop_gradient, monkeypatch):
     assert abs(float(value) - float(reference)) / float(reference) < value_tolerance
     tolerance = max(4 * torch.finfo(dtype).eps, 1e-5)
     assert float((grad.double() - grad_ref).abs().max() / grad_ref.abs().max()) < tolerance
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.parametrize("precision", ["ieee", "tf32", "bf16"])
+def test_float32_rows_on_cuda_meet_their_precisions_bound(precision, monkeypatch):
+    """The hardware's products (not the interpreter's stand-in) within the documented bound."""
+    from cl2gnn.nn.tiled_triton import triton_row_logsumexp
+
+    setting = "tf32" if precision == "tf32" else "ieee"
+    monkeypatch.setattr(torch.backends.cuda.matmul, "fp32_precision", setting)
+    n, d = 3000, 96
+    x = torch.nn.functional.normalize(torch.randn(n, d, device="cuda"), dim=1)
+    weight = torch.rand(n, device="cuda", dtype=torch.float64)
+    rows = x.clone().requires_grad_(True)
+    lse = triton_row_logsumexp(rows, TAU, matmul_dtype="bfloat16" if precision == "bf16" else None)
+    (grad,) = torch.autograd.grad((lse.double() * weight).sum(), rows)
+    exact = x.double().requires_grad_(True)
+    logits = exact @ exact.T / TAU - torch.diag(torch.full((n,), float("inf"), device="cuda"))
+    lse_ref = torch.logsumexp(logits, 1)
+    (grad_ref,) = torch.autograd.grad((lse_ref * weight).sum(), exact)
+    pairs = weight[:, None] * torch.softmax(logits.detach(), 1)
+    mass = (pairs + pairs.T).sum(1) / TAU  # unit rows
+    delta, factor, _ = plan.error_bounds(precision, d, TAU)
+    slack = plan.SUMS_SLACK * float(lse_ref.abs().max())
+    assert float((lse.double() - lse_ref).abs().max()) <= delta + slack
+    row_error = (grad.double() - grad_ref).norm(dim=1)
+    assert float((row_error / ((factor + plan.SUMS_SLACK) * mass)).max()) <= 1.0
