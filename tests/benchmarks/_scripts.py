@@ -35,6 +35,7 @@ SCRIPTS = {
     "epoch_profile": "benchmarks/speed/epoch_profile.py",
     "fullgraph_step": "benchmarks/speed/fullgraph_step.py",
     "gca_zero_columns": "benchmarks/decisions/gca_zero_columns.py",
+    "gpu_ratios": "benchmarks/speed/gpu_ratios.py",
     "image_ssl": "benchmarks/accuracy/image_ssl.py",
     "infonce_scale": "benchmarks/speed/infonce_scale.py",
     "knn_build": "benchmarks/speed/knn_build.py",
