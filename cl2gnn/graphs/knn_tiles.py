@@ -9,9 +9,10 @@ kept. The rank score of a key ``x`` for a query ``q`` is ``q·x`` (``"ip"``) or
 ``−‖q − x‖²`` and keeps the products small). The GEMM yields the scores themselves: each
 key's ``‖x_c‖²/2`` rides in extra columns of the keys against ones in the queries'
 (:func:`_folded`), so no pass over the tile subtracts it. Each tile's best ``m`` are
-selected among few (:func:`tile_best`): the per-chunk maxima pick the ``m`` chunks that
-hold them, and ``topk`` runs on those alone, not on the whole row (on a GPU ``topk`` over
-an ``8192 × 8192`` tile took five times its GEMM).
+selected among few on a GPU (:func:`tile_best`): the per-chunk maxima pick the ``m``
+chunks that hold them, and ``topk`` runs on those alone, not on the whole row (``topk``
+over an ``8192 × 8192`` tile took five times its GEMM there; the CPU's is cheaper than its
+GEMM, and kept).
 
 **Reduced precision.** ``"full"`` computes the tiles in float32 (float64 for float64 rows),
 ``m = k``. ``"bf16"`` and ``"tf32"`` round the operands to bfloat16 (unit roundoff
@@ -70,6 +71,10 @@ FOLDED_TERMS = 3  # terms of a key's half squared norm in the reduced operands (
 # (the maxima's top-k stays small), of MIN_CHUNK to MAX_CHUNK columns (a smaller chunk gains
 # nothing over a plain top-k)
 CHUNKS_PER_CANDIDATE, MIN_CHUNK, MAX_CHUNK = 4, 8, 64
+# where tile_best selects by chunk maxima: on a GPU topk over an 8192² tile took five times
+# its GEMM; on the CPU (2 cores, AVX2) a plain topk of a 1024² tile took 2.2 ms against the
+# chunks' 3.5 (k = 10) and its GEMM's 4.7, so the CPU keeps topk
+CHUNKED_DEVICES = ("cuda",)
 RERANK_ELEMENTS = 2**24  # gathered candidate features per re-rank chunk (128 MiB in float64)
 
 
@@ -215,19 +220,21 @@ def _candidates(
     return torch.cat(found), torch.cat(found_scores)
 
 
-def tile_best(s: Tensor, m: int) -> tuple[Tensor, Tensor]:
-    """The ``m`` largest entries of each row of the tile ``s`` and their columns, best first,
-    selected among few: the row's ``m`` best lie in its ``m`` chunks of largest maximum
-    (each chunk holding one of them has a maximum at least the ``m``-th best, and at most
-    ``m`` chunks do), so the per-chunk maxima (one pass) choose ``m`` chunks and ``topk``
-    runs on their ``m × chunk`` entries instead of the whole row. A tile with fewer than
-    :data:`CHUNKS_PER_CANDIDATE` chunks per candidate, or not a whole number of them, takes
-    a plain ``topk``."""
+def tile_best(s: Tensor, m: int, chunked: bool | None = None) -> tuple[Tensor, Tensor]:
+    """The ``m`` largest entries of each row of the tile ``s`` and their columns, best first.
+    ``chunked`` (default: on the devices of :data:`CHUNKED_DEVICES`) selects them among few:
+    the row's ``m`` best lie in its ``m`` chunks of largest maximum (each chunk holding one
+    of them has a maximum at least the ``m``-th best, and at most ``m`` chunks do), so the
+    per-chunk maxima (one pass) choose ``m`` chunks and ``topk`` runs on their ``m × chunk``
+    entries instead of the whole row. A tile with fewer than :data:`CHUNKS_PER_CANDIDATE`
+    chunks per candidate, or not a whole number of them, takes a plain ``topk``."""
     rows, cols = s.shape
     m = min(m, cols)
     chunk = 1 << max(0, (cols // (CHUNKS_PER_CANDIDATE * m)).bit_length() - 1)
     chunk = min(chunk, MAX_CHUNK)
-    if chunk < MIN_CHUNK or cols % chunk:
+    if chunked is None:
+        chunked = s.device.type in CHUNKED_DEVICES
+    if not chunked or chunk < MIN_CHUNK or cols % chunk:
         return s.topk(m, dim=1)
     body = s.view(rows, cols // chunk, chunk)
     chosen = body.amax(2).topk(m, dim=1).indices

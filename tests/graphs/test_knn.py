@@ -183,16 +183,18 @@ def test_a_tiles_best_chosen_by_chunk_maxima_are_its_top_k(rows, cols, m, levels
     gen = torch.Generator().manual_seed(seed)
     s = torch.randint(0, levels, (rows, cols), generator=gen).double()
     s[torch.rand(rows, cols, generator=gen) < masked] = float("-inf")
-    score, column = tile_best(s, m)
+    score, column = tile_best(s, m, chunked=True)
     expected = s.topk(min(m, cols), dim=1).values
     assert torch.equal(score, expected)
     assert torch.equal(s.gather(1, column), score)
     assert bool((column.sort(1).values.diff(dim=1) > 0).all())  # no column twice
 
 
-def test_a_wide_tile_is_never_sorted_whole():
-    """On tiles of 1,024 keys the ``topk`` calls take the chunk maxima or the chosen chunks'
-    entries (and the merges), never a row of the tile; the graph is still exact."""
+def test_a_wide_tile_is_never_sorted_whole(monkeypatch):
+    """Where the tiles are chosen by chunk maxima (a GPU's way, here on the CPU), on tiles of
+    1,024 keys the ``topk`` calls take the chunk maxima or the chosen chunks' entries (and
+    the merges), never a row of the tile; the graph is still exact."""
+    monkeypatch.setattr(knn_tiles_module, "CHUNKED_DEVICES", ("cpu",))
     gen = torch.Generator().manual_seed(5)
     x = rows_of("gaussian", 2500, 16, gen)
     widths = []
