@@ -102,8 +102,8 @@ class FunctionalLoss(torch.nn.Module):
         the options, which :meth:`_options` made."""
         return type(self).functional.unchecked(*args, **kwargs, **self._options())
 
-    def extra_repr(self) -> str:
-        return ", ".join(f"{name}={value!r}" for name, value in self._options().items())
+    def extra_repr(self) -> str:  # the options as they are, checked or not
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in self.option_names)
 
 
 class GraphLoss(FunctionalLoss):

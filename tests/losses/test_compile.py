@@ -136,3 +136,11 @@ def test_options_are_checked_where_built_and_after_one_is_set_only(monkeypatch):
         conv.energy(x, pairs)
     # once, at the first call after the set: every option of the loss, each of the operator
     assert loss_checks.calls == 1 and operator_check.calls == len(checks) > 0
+
+
+def test_a_bad_option_set_later_shows_in_the_repr_and_fails_the_call():
+    loss = InfoNCELoss()
+    loss.temperature = -1.0
+    assert "temperature=-1.0" in repr(loss)  # the repr reads, it does not check
+    with pytest.raises(ValueError, match="temperature"):
+        loss(*views(5))
