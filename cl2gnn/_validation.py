@@ -115,7 +115,8 @@ def as_edge_index(
         edge_index = edge_index.flip(0)
     if not isinstance(edge_index, Tensor):
         raise TypeError(f"edge_index must be a Tensor, got {type(edge_index).__name__}")
-    edge_index = edge_index.as_subclass(Tensor)  # EdgeIndex -> plain tensor
+    if type(edge_index) is not Tensor:  # EdgeIndex -> plain tensor (a plain one as it is)
+        edge_index = edge_index.as_subclass(Tensor)
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"edge_index must have shape [2, E], got {tuple(edge_index.shape)}")
     if edge_index.dtype not in (torch.int64, torch.int32):

@@ -130,10 +130,11 @@ def replayed_ms(name: str, shapes: list[list[int]], repeats: int = 10) -> float:
     """Median ms of one float32 ``name`` call with operands of ``shapes`` alone."""
     import torch
 
-    # mm(a, b); addmm(c, a, b) and c.addmm_(a, b): the product's operands come second
+    # mm(a, b); addmm(c, a, b) and c.addmm_(a, b): the product's operands come second; an
+    # mm(a, b, out=c) lists its output third, replayed into one
     operands = [torch.randn(shape) for shape in shapes if shape]
     call = {
-        "aten::mm": lambda a, b: torch.mm(a, b),
+        "aten::mm": lambda a, b, *out: torch.mm(a, b, out=out[0] if out else None),
         "aten::addmm": lambda c, a, b: torch.addmm(c, a, b),
         "aten::addmm_": lambda c, a, b: c.addmm_(a, b),
     }[name]

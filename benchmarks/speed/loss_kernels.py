@@ -4,6 +4,7 @@
     python -m benchmarks.speed.loss_kernels saved --n 5416 --dim 128 --tau 0.4
     python -m benchmarks.speed.loss_kernels keys --n 5416 --dim 128 --tau 0.4 --keys 64 256 1024
     python -m benchmarks.speed.loss_kernels spectral --n 5416 --dim 128
+    python -m benchmarks.speed.loss_kernels compiled --n 5416 --dim 128 --tau 0.4
 
 ``gemm``: the tiled loss's inner product (a ``tile × d`` by ``d × n`` product) in float32,
 float32 with the tiles' opt-in bfloat16 products (``matmul_dtype``) and
@@ -11,7 +12,10 @@ bfloat16. ``saved``: the tiled log-partition's forward + backward with its ``exp
 for the backward against recomputed, alternating in rounds (best and median). ``keys``:
 InfoNCE forward + backward over ``n`` views with ``num_keys`` sampled uniformity keys against
 the exact loss, alternating in rounds. ``spectral``: the spectral contrastive loss's forward
-+ backward. Each prints a Markdown table (``--json``: the rows; ``--save NAME``: the results
++ backward. ``compiled``: the tiled log-partition's forward + backward (unit rows, as the loss
+calls it) eager against ``torch.compile(fullgraph=True)`` (inductor), which fuses the tile
+loop's elementwise passes into C++ kernels: does the fusion pay on the CPU?
+Each prints a Markdown table (``--json``: the rows; ``--save NAME``: the results
 page's table).
 """
 
@@ -117,11 +121,46 @@ def run_spectral(n: int, d: int, rounds: int = 3, repeats: int = 15) -> list:
     ]
 
 
+def run_compiled(n: int, d: int, tau: float, rounds: int = 3, repeats: int = 9) -> list:
+    """The tiled log-partition's forward + backward, eager and compiled, alternating; the
+    compiled one's first call (its compilation) and its fused kernels recorded too."""
+    import re
+
+    import torch
+    import torch.nn.functional as F
+    from torch._inductor.utils import run_and_get_code
+
+    from cl2gnn.nn.tiled import rows_within, tiled_row_logsumexp
+
+    generator = torch.Generator().manual_seed(0)
+    x = F.normalize(torch.randn(n, d, generator=generator), dim=1).requires_grad_(True)
+    weight = torch.rand(n, generator=generator)
+
+    def forward():
+        with rows_within(1.0 + 1e-3):  # unit rows, as info_nce tells the tiles
+            return (tiled_row_logsumexp(x, tau) * weight).sum()
+
+    compiled = torch.compile(forward, fullgraph=True)
+    start = time.perf_counter()
+    _, code = run_and_get_code(lambda: compiled().backward())
+    first = time.perf_counter() - start
+    kernels = sorted(set(re.findall(r"cpp_fused_\w+", "\n".join(code))))
+    label = f"first call: the compilation, {len(kernels)} fused C++ kernels"
+    rows = [{"round": label, "form": "compiled", "best_ms": 1000 * first,
+             "median_ms": 1000 * first, "kernels": kernels}]  # fmt: skip
+    for round_ in range(rounds):
+        for form, step in (("eager", forward), ("compiled", compiled)):
+            timing = best_median_ms(lambda step=step: step().backward(), repeats)
+            rows.append({"round": str(round_), "form": form, **timing})
+    return rows
+
+
 TITLES = {
     "gemm": "The tiled loss's inner product",
     "saved": "Tiled log-partition: exp blocks saved against recomputed",
     "keys": "InfoNCE with sampled uniformity keys against the exact loss",
     "spectral": "Spectral contrastive loss, forward + backward",
+    "compiled": "The tile loop eager against torch.compile (inductor's fused elementwise kernels)",
 }
 
 
@@ -141,6 +180,9 @@ def table(args, rows) -> Table:
             for r in rows
         ]
         return ["round", "uniformity keys", "best ms", "median ms"], cells
+    if args.bench == "compiled":
+        cells = [[r["round"], r["form"], *best_median(r)] for r in rows]
+        return ["round", "form", "best ms", "median ms"], cells
     return ["round", "best ms", "median ms"], [[str(r["round"]), *best_median(r)] for r in rows]
 
 
@@ -162,6 +204,11 @@ def main() -> None:
     p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
     p.add_argument("--tau", type=cmdline.positive_float, default=0.4)
     p.add_argument("--keys", type=cmdline.positive_int, nargs="+", default=[64, 256, 1024])
+    p.add_argument("--rounds", type=cmdline.positive_int, default=3)
+    p = sub.add_parser("compiled")
+    p.add_argument("--n", type=cmdline.positive_int, default=5416)
+    p.add_argument("--dim", type=cmdline.positive_int, default=DIM)
+    p.add_argument("--tau", type=cmdline.positive_float, default=0.4)
     p.add_argument("--rounds", type=cmdline.positive_int, default=3)
     p = sub.add_parser("spectral")
     p.add_argument("--n", type=views, default=5416)
@@ -186,6 +233,8 @@ def main() -> None:
             rows = run_saved(args.n, args.dim, args.tau, args.rounds)
         elif args.bench == "keys":
             rows = run_keys(args.n, args.dim, args.tau, args.keys, args.rounds)
+        elif args.bench == "compiled":
+            rows = run_compiled(args.n, args.dim, args.tau, args.rounds)
         else:
             rows = run_spectral(args.n, args.dim, args.rounds)
         output(args, rows, table(args, rows), "Speed", TITLES[args.bench])

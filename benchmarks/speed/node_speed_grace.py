@@ -27,7 +27,7 @@ from cl2gnn.cli import cmdline
 SEED = 0
 
 
-def grace_child(code: Path, epochs: int, device: str) -> dict:
+def grace_child(code: Path, epochs: int, device: str, score: bool = True) -> dict:
     """GRACE's own model and training step (its ``train.py``) on Cora, its configuration."""
     import torch
     import torch.nn.functional as F
@@ -67,17 +67,17 @@ def grace_child(code: Path, epochs: int, device: str) -> dict:
     model.eval()
     with torch.no_grad():
         embeddings = model(data.x, data.edge_index).cpu()
-    return {"epoch_ms": epoch_ms, "score": _score(embeddings)}
+    return {"epoch_ms": epoch_ms, "score": _score(embeddings) if score else None}
 
 
-def cl2gnn_child(epochs: int, device: str, matmul_dtype: str | None) -> dict:
+def cl2gnn_child(epochs: int, device: str, matmul_dtype: str | None, score: bool = True) -> dict:
     from cl2gnn.node import default_config, load_node_dataset, train_node_model
 
     data = load_node_dataset("Cora")
     config = default_config(data, "grace", graph=data.name)
     config = config.with_overrides(epochs=epochs, matmul_dtype=matmul_dtype)
     result = train_node_model(data, "grace", config, seed=SEED, device=device, progress=False)
-    return {"epoch_ms": result.epoch_ms, "score": _score(result.embeddings)}
+    return {"epoch_ms": result.epoch_ms, "score": _score(result.embeddings) if score else None}
 
 
 def _score(embeddings) -> float:
@@ -99,12 +99,15 @@ def main() -> None:
         help="also cl2gnn with its exact loss's CPU tiles multiplied in bfloat16",
     )
     parser.add_argument("--child", choices=("grace", "cl2gnn"), help=argparse.SUPPRESS)
+    # a child's probe left out (a rehearsal's: gpu_ratios --dry)
+    parser.add_argument("--no-score", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "grace":
-        print(json.dumps(grace_child(args.grace_code, args.epochs, args.device)))
+        print(json.dumps(grace_child(args.grace_code, args.epochs, args.device, not args.no_score)))
         return
     if args.child == "cl2gnn":
-        print(json.dumps(cl2gnn_child(args.epochs, args.device, args.matmul_dtype)))
+        child = cl2gnn_child(args.epochs, args.device, args.matmul_dtype, not args.no_score)
+        print(json.dumps(child))
         return
     if not (Path(args.grace_code) / "model.py").is_file():
         parser.error(f"--grace-code: {args.grace_code} holds no model.py (GRACE's checkout)")

@@ -67,18 +67,18 @@ def masked_logits(
 ) -> Tensor:
     """``-inf`` on the self pairs (row ``i``'s own key is column ``offset + i``) unless
     ``self_loops``, and on the ``(key, anchor)`` pairs of ``exclude_index``; a new tensor
-    (the kernel's backward may need its output), written by index, without an ``n × N``
-    mask."""
-    rows, cols = [], []
-    if not self_loops:
-        diagonal = torch.arange(logits.size(0), device=logits.device)
-        rows, cols = [diagonal], [diagonal + offset]
-    if exclude_index is not None:
-        rows.append(exclude_index[1])
-        cols.append(exclude_index[0] + offset)
-    if not rows:
+    (the kernel's backward may need its output), written on the device: the diagonal by a
+    fill, the excluded pairs by index, without an ``n × N`` mask and without a value made
+    on the host (on a GPU, a copy the step would wait for)."""
+    if self_loops and exclude_index is None:
         return logits
-    return logits.index_put((torch.cat(rows), torch.cat(cols)), logits.new_tensor(-math.inf))
+    masked = logits.clone()
+    if not self_loops:
+        masked.diagonal(offset).fill_(-math.inf)
+    if exclude_index is not None:
+        pairs = (exclude_index[1], exclude_index[0] + offset)
+        masked.index_put_(pairs, masked.new_full((), -math.inf))
+    return masked
 
 
 def masked_logsumexp(logits: Tensor) -> Tensor:

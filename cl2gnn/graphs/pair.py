@@ -45,13 +45,20 @@ def pair_graph(
     return _cliques(sample_id)
 
 
-@lru_cache(maxsize=64)
 def cached_pair_graph(
     batch_size: int, num_views: int = 2, device: torch.device | str | None = None
 ) -> Tensor:
     """:func:`pair_graph` of ``batch_size`` samples, built once per size and device and
     then shared between calls (a loss over equal-sized batches builds its graph once):
-    read it, never modify it in place."""
+    read it, never modify it in place. While ``torch.compile`` traces, the graph is built
+    in the traced graph (a compiled loss holds no tensor made outside it)."""
+    if torch.compiler.is_compiling():
+        return pair_graph(batch_size, num_views, device=device)
+    return _shared_pair_graph(batch_size, num_views, device)
+
+
+@lru_cache(maxsize=64)
+def _shared_pair_graph(batch_size: int, num_views: int, device) -> Tensor:
     return pair_graph(batch_size, num_views, device=device)
 
 

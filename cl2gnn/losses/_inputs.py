@@ -43,12 +43,14 @@ class FunctionalLoss(torch.nn.Module):
     :func:`~cl2gnn._options.checks_options`): its options are the functional's parameters
     that ``forward`` does not take, in the functional's order and with its defaults. A
     subclass that defines no ``__init__`` gets one taking exactly those options, which
-    checks them and keeps them as plain attributes; they are passed to the functional,
-    which checks them again, at every call, so that an option set after construction
-    applies, or fails, at the next call."""
+    checks them and keeps them as plain attributes. They are checked once, where the loss
+    is built, and again at the next call after one is set (an option set after
+    construction applies, or fails, at the next call); a call passes them to the
+    functional's unchecked form (:meth:`call_functional`)."""
 
     functional: Callable[..., Tensor]
     option_names: tuple[str, ...] = ()
+    _check_option_values: Callable[..., None]
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
@@ -62,6 +64,7 @@ class FunctionalLoss(torch.nn.Module):
         ]
         cls.option_names = tuple(option.name for option in options)
         check_options = cls.functional.check_options  # the checks of the functional's options
+        cls._check_option_values = staticmethod(check_options)
         if "__init__" not in cls.__dict__:
             self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
             signature = inspect.Signature([self, *options], return_annotation=None)
@@ -75,16 +78,32 @@ class FunctionalLoss(torch.nn.Module):
                 check_options(**options)
                 for name, value in options.items():
                     setattr(self, name, value)
+                object.__setattr__(self, "_options_checked", True)
 
             __init__.__signature__ = signature
             __init__.__doc__ = f"Options: {', '.join(cls.option_names)}."
             cls.__init__ = __init__
 
-    def _options(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.option_names}
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name in self.option_names:
+            object.__setattr__(self, "_options_checked", False)
 
-    def extra_repr(self) -> str:
-        return ", ".join(f"{name}={value!r}" for name, value in self._options().items())
+    def _options(self) -> dict[str, Any]:
+        """The options as they are now, checked where one was set since the last check."""
+        options = {name: getattr(self, name) for name in self.option_names}
+        if not getattr(self, "_options_checked", False):
+            self._check_option_values(**options)
+            object.__setattr__(self, "_options_checked", True)
+        return options
+
+    def call_functional(self, *args, **kwargs) -> Tensor:
+        """``functional(*args, **kwargs, **options)`` without the functional's own checks of
+        the options, which :meth:`_options` made."""
+        return type(self).functional.unchecked(*args, **kwargs, **self._options())
+
+    def extra_repr(self) -> str:  # the options as they are, checked or not
+        return ", ".join(f"{name}={getattr(self, name)!r}" for name in self.option_names)
 
 
 class GraphLoss(FunctionalLoss):
@@ -103,7 +122,7 @@ class GraphLoss(FunctionalLoss):
         }
 
     def forward(self, z1: Tensor, z2: Tensor | None = None, **graph: Unpack[Graph]) -> Tensor:
-        return self.functional(z1, z2, **graph, **self._options())
+        return self.call_functional(z1, z2, **graph)
 
 
 def two_view_batches(z2: Tensor | None, graph: Graph) -> bool:

@@ -113,4 +113,4 @@ class AttentionInfoNCELoss(GraphLoss):
         h2: Tensor | None = None,
         **graph: Unpack[Graph],
     ) -> Tensor:
-        return self.functional(z1, z2, h1=h1, h2=h2, **graph, **self._options())
+        return self.call_functional(z1, z2, h1=h1, h2=h2, **graph)

@@ -109,4 +109,4 @@ class BarlowTwinsLoss(FunctionalLoss):
     functional = staticmethod(barlow_twins_loss)
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
-        return self.functional(h1, h2, **self._options())
+        return self.call_functional(h1, h2)

@@ -9,6 +9,7 @@ from torch import Tensor
 from .._validation import check_features, check_same_shape
 from ..graphs import cached_pair_graph
 from ..nn import AlignConv
+from ._operators import shared_operator
 
 
 def bootstrap_loss(p1: Tensor, p2: Tensor, t1: Tensor, t2: Tensor) -> Tensor:
@@ -31,7 +32,7 @@ def bootstrap_loss(p1: Tensor, p2: Tensor, t1: Tensor, t2: Tensor) -> Tensor:
         check_same_shape(p1, other, ("p1", name))
     n = p1.size(0)
     pairs = cached_pair_graph(n, 2, device=p1.device)
-    align = AlignConv()
+    align = shared_operator(AlignConv)
     energy = sum(
         align.energy(torch.cat([F.normalize(p, dim=-1), F.normalize(t.detach(), dim=-1)]), pairs)
         for p, t in ((p1, t2), (p2, t1))

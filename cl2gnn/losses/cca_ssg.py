@@ -15,6 +15,7 @@ from ..distributed import all_reduce_sum, is_distributed, shard_of
 from ..graphs import cached_pair_graph
 from ..nn import AlignConv
 from ._inputs import FunctionalLoss
+from ._operators import shared_operator
 
 
 def standardize(h: Tensor) -> Tensor:
@@ -88,7 +89,7 @@ def cca_ssg_loss(
         z1, z2 = standardize(h1) / n**0.5, standardize(h2) / n**0.5
     else:
         z1, z2 = standardize_across_ranks(torch.stack([h1, h2]), n) / n**0.5
-    invariance = AlignConv().energy(
+    invariance = shared_operator(AlignConv).energy(
         torch.cat([z1, z2]), cached_pair_graph(len(z1), 2, device=h1.device)
     )
     gram1, gram2 = z1.T @ z1, z2.T @ z2
@@ -135,4 +136,4 @@ class CCASSGLoss(FunctionalLoss):
     functional = staticmethod(cca_ssg_loss)
 
     def forward(self, h1: Tensor, h2: Tensor) -> Tensor:
-        return self.functional(h1, h2, **self._options())
+        return self.call_functional(h1, h2)

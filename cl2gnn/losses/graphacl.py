@@ -106,4 +106,4 @@ class GraphACLLoss(FunctionalLoss):
     def forward(
         self, p: Tensor, u: Tensor, z: Tensor, positives: Tensor, negatives: Tensor | None = None
     ) -> Tensor:
-        return self.functional(p, u, z, positives, negatives=negatives, **self._options())
+        return self.call_functional(p, u, z, positives, negatives=negatives)

@@ -118,9 +118,9 @@ class InfoNCELoss(GraphLoss):
         matmul_dtype (str, optional): ``"bfloat16"``: the uniformity term multiplies
             float32 rows in bfloat16 with float32 accumulation, in the torch tiles on the
             CPU (oneDNN's bf16 GEMM, several times faster; values and gradients within a
-            few bfloat16 roundings, :mod:`~cl2gnn.nn.tiled`); with ``implementation``
-            ``"auto"`` or ``"tiled"``, not ``distributed``. ``None``: the rows' dtype,
-            exact (default: ``None``).
+            few bfloat16 roundings, :mod:`~cl2gnn.nn.tiled`), in the Triton kernels on
+            CUDA; with ``implementation`` ``"auto"``, ``"tiled"`` or ``"triton"``, not
+            ``distributed``. ``None``: the rows' dtype, exact (default: ``None``).
 
     Shapes:
         - **input:** ``z1, z2`` :math:`(B, d)`, or ``x`` :math:`(N, d)` with

@@ -17,14 +17,17 @@ The rule, :func:`exact_form`:
   :data:`~cl2gnn.nn.tiled_triton.MAX_DIM`, no excluded pairs); the torch tiles otherwise.
   The free memory is read only where the budget alone would take dense, by
   ``torch.cuda.mem_get_info``: a driver query, not a stream synchronisation, so the step
-  queues on without waiting for the device (:func:`fits_on_device`).
+  queues on without waiting for the device (:func:`fits_on_device`); and only once per
+  size and device (:func:`dense_fits`): a training step of the same shape asks the driver
+  nothing, so that it can be captured in a CUDA graph.
 * **CPU** (and any other device). Dense below :data:`CPU_TILED_MIN_ROWS` rows, the tiles
   from there on: the log-partition's tiles do half the GEMM work (symmetric blocks) in
   fewer passes over the logits, and no tiles allocate ``N × N``.
 * Tiles and Triton take no set of excluded pairs that is not symmetric: such a call is
   dense. Triton takes none at all: a call with excluded pairs goes to the tiles.
-* ``matmul_dtype="bfloat16"`` on float32 rows asks for the tiles' bfloat16 products, which
-  only the tiles offer: the tiles.
+* ``matmul_dtype="bfloat16"`` on float32 rows asks for bfloat16 products with float32
+  accumulation: on the CPU the tiles' (oneDNN), on CUDA Triton's where it takes the input
+  (the tiles refuse it there).
 
 Cross-overs. Measured on a GPU (NVIDIA H200, torch 2.11 cu130, 2026-11-27, the figures
 of issue 53): GRACE on Cora (5,416 views, ``d = 128``) takes 10.06 ms an epoch dense against
@@ -82,21 +85,40 @@ def fits_on_device(size: int, device: torch.device) -> bool:
     return size <= free + cached
 
 
+_DENSE_FITS: dict[tuple[int, str], bool] = {}
+
+
+@torch.compiler.assume_constant_result
+def dense_fits(size: int, device: torch.device) -> bool:
+    """:func:`fits_on_device` asked once per ``size`` and device, the answer kept (a constant
+    for ``torch.compile``); :func:`forget_dense_fits` asks again."""
+    key = (int(size), str(device))
+    if key not in _DENSE_FITS:
+        _DENSE_FITS[key] = fits_on_device(size, device)
+    return _DENSE_FITS[key]
+
+
+def forget_dense_fits() -> None:
+    """Forget :func:`dense_fits`' answers (memory freed or taken since)."""
+    _DENSE_FITS.clear()
+
+
 def check_matmul_dtype(
     matmul_dtype: str | None, implementation: str, distributed: str | None
 ) -> None:
-    """``matmul_dtype`` is the torch tiles' option: it takes ``implementation`` ``"auto"``
-    (which then picks the tiles) or ``"tiled"``, on one process."""
+    """``matmul_dtype`` is the torch tiles' option (CPU) and Triton's (CUDA): it takes
+    ``implementation`` ``"auto"`` (which then picks one of them), ``"tiled"`` or
+    ``"triton"``, on one process."""
     if matmul_dtype is None:
         return
-    if implementation not in ("auto", "tiled"):
+    if implementation not in ("auto", "tiled", "triton"):
         raise ValueError(
-            f"matmul_dtype={matmul_dtype!r} multiplies in the torch tiles: implementation "
-            f"must be 'auto' or 'tiled', got {implementation!r}"
+            f"matmul_dtype={matmul_dtype!r} multiplies in the torch tiles or Triton: "
+            f"implementation must be 'auto', 'tiled' or 'triton', got {implementation!r}"
         )
     if distributed is not None:
         raise ValueError(
-            f"matmul_dtype={matmul_dtype!r} multiplies in one process's torch tiles: "
+            f"matmul_dtype={matmul_dtype!r} multiplies in one process's tiles: "
             f"distributed must be None, got {distributed!r}"
         )
 
@@ -127,16 +149,18 @@ def exact_form(
         computation (str, optional): ``"log-partition"`` (:class:`UniformAttention`'s
             energy) or ``"attention"`` (:class:`ContrastiveNorm`'s, no Triton kernel).
         free_bytes (int, optional): memory a CUDA allocation can take; ``None``: ask the
-            device (:func:`fits_on_device`), only when the budget alone would take dense.
+            device (:func:`dense_fits`: once per size), only when the budget alone would
+            take dense.
     """
     device = torch.device(device)
     forms = COMPUTATIONS[computation]
     if matmul_dtype is not None and dtype == torch.float32:
-        return "tiled"
+        triton = device.type == "cuda" and "triton" in forms and exclude_index is None
+        return "triton" if triton and tiled_triton.supports(device, dtype, dim) else "tiled"
     if device.type == "cuda":
         need = dense_bytes(rows, dtype)
         if need <= DENSE_MAX_BYTES and (
-            fits_on_device(need, device) if free_bytes is None else need <= free_bytes
+            dense_fits(need, device) if free_bytes is None else need <= free_bytes
         ):
             return "dense"
         triton = "triton" in forms and exclude_index is None

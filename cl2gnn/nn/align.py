@@ -6,7 +6,7 @@ import torch
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 
-from .._options import Finite, check_options
+from .._options import Finite, OptionsChecked, check_options
 from .._registry import OPERATORS, Example
 from .._validation import check_features
 from . import _examples
@@ -14,7 +14,7 @@ from ._graph import edge_dot, normalized_graph
 
 
 @OPERATORS.register
-class AlignConv(MessagePassing):
+class AlignConv(OptionsChecked, MessagePassing):
     r"""One gradient step of the alignment loss: a graph convolution on the augmentation
     graph (eqs. 2a, 4, 5 of *A Message Passing Perspective on Learning Dynamics of
     Contrastive Learning*, Wang et al., ICLR 2023).

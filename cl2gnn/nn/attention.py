@@ -11,7 +11,7 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import scatter
 
 from .._checks import one_of
-from .._options import Distributed, Finite, TileSize, check_options
+from .._options import Distributed, Finite, OptionsChecked, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index, check_features
 from ..distributed import (
@@ -29,7 +29,7 @@ NORMALIZATIONS = ("negatives", "positives")
 
 
 @OPERATORS.register
-class AttentionAlignConv(MessagePassing):
+class AttentionAlignConv(OptionsChecked, MessagePassing):
     r"""Alignment with positive pairs reweighted by detached attention scores: a GAT-style
     layer (eqs. 14-16 of *A Message Passing Perspective on Learning Dynamics of Contrastive
     Learning*, Wang et al., ICLR 2023).

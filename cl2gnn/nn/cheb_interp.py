@@ -11,7 +11,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.utils import coalesce, remove_self_loops
 
 from .._checks import integer, one_of
-from .._options import Finite, check_options
+from .._options import Finite, OptionsChecked, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index, check_features
 from . import _examples
@@ -55,7 +55,7 @@ def chebyshev_coefficients(gamma: Tensor) -> Tensor:
 
 
 @OPERATORS.register
-class ChebInterpConv(MessagePassing):
+class ChebInterpConv(OptionsChecked, MessagePassing):
     r"""PolyGCL's spectral filter (Chen et al., *PolyGCL: Graph Contrastive Learning via
     Learnable Spectral Polynomial Filters*, ICLR 2024): ChebNetII's Chebyshev interpolation
     (He et al., NeurIPS 2022) on :math:`\tilde L = L - I = -\bar A`, where :math:`\bar A` is

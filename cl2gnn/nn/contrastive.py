@@ -7,7 +7,7 @@ import torch
 from torch import Tensor
 
 from .._checks import one_of
-from .._options import Distributed, Finite, Temperature, TileSize, check_options
+from .._options import Distributed, Finite, OptionsChecked, Temperature, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index
 from ..graphs.pair import pair_graph
@@ -26,7 +26,7 @@ def _uniform_option(name: str) -> property:
 
 
 @OPERATORS.register
-class ContrastiveConv(torch.nn.Module):
+class ContrastiveConv(OptionsChecked, torch.nn.Module):
     r"""The contrastive (InfoNCE) step: alignment minus uniformity (eqs. 9, 10 of *A
     Message Passing Perspective on Learning Dynamics of Contrastive Learning*, Wang et al.,
     ICLR 2023).
@@ -69,8 +69,8 @@ class ContrastiveConv(torch.nn.Module):
             checked with the other inputs on every rank before the ranks communicate
             (default: ``None``).
         matmul_dtype (str, optional): ``"bfloat16"``: the uniformity term's products in
-            bfloat16 with float32 accumulation, in the torch tiles on the CPU, as in
-            :class:`UniformAttention` (default: ``None``, the rows' dtype).
+            bfloat16 with float32 accumulation, in the torch tiles on the CPU or Triton on
+            CUDA, as in :class:`UniformAttention` (default: ``None``, the rows' dtype).
 
     Shapes:
         - **input:** features :math:`(N, d)`, augmentation ``edge_index`` :math:`(2, E)`,

@@ -10,7 +10,7 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
 from .._checks import one_of
-from .._options import Finite, Temperature, TileSize, check_options
+from .._options import Finite, OptionsChecked, Temperature, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index, as_keys, check_features
 from ..distributed.partition import masked_logits
@@ -24,7 +24,7 @@ NORMS = ("layer", None)
 
 
 @OPERATORS.register
-class ContrastiveNorm(MessagePassing):
+class ContrastiveNorm(OptionsChecked, MessagePassing):
     r"""ContraNorm (*ContraNorm: A Contrastive Learning Perspective on Oversmoothing and
     Beyond*, Guo et al., ICLR 2023, eqs. 5-6): :class:`UniformAttention`'s stop-gradient
     step followed by a LayerNorm, a normalisation layer that spreads features apart where

@@ -5,7 +5,7 @@ import torch.distributed as dist
 from torch import Tensor
 from torch_geometric.nn import MessagePassing
 
-from .._options import Finite, check_options
+from .._options import Finite, OptionsChecked, check_options
 from .._registry import OPERATORS, Example
 from .._validation import check_features
 from . import _examples
@@ -14,7 +14,7 @@ MODES = ("mean", "max", "cat")
 
 
 @OPERATORS.register
-class MultiStageMemory(MessagePassing):
+class MultiStageMemory(OptionsChecked, MessagePassing):
     r"""Jumping-knowledge aggregation of a sample's features over the last ``stages``
     training stages (epochs or steps) (eq. 13 of *A Message Passing Perspective on
     Learning Dynamics of Contrastive Learning*, Wang et al., ICLR 2023).

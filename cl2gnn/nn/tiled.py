@@ -55,7 +55,7 @@ def _check_matmul_device(x: Tensor, matmul_dtype: str | None) -> None:
     if matmul_dtype is not None and x.dtype == torch.float32 and x.device.type != "cpu":
         raise ValueError(
             f"matmul_dtype={matmul_dtype!r} is oneDNN's bf16 GEMM for CPU tensors, got a "
-            f"{x.device.type} tensor (on a GPU pass bfloat16 rows or use autocast)"
+            f"{x.device.type} tensor (on CUDA the Triton kernels take it: install triton)"
         )
 
 
@@ -75,13 +75,23 @@ def _products_in(matmul_dtype: str | None, x: Tensor) -> Iterator[None]:
 
 
 _ROW_NORM = contextvars.ContextVar("row_norm", default=None)
+# rows_within's bounds while torch.compile traces (dynamo takes no ContextVar): a stack
+# read and written only inside a trace, where the bound becomes a constant of the graph
+_TRACED_ROW_NORMS: list[float] = []
 
 
 @contextlib.contextmanager
 def rows_within(norm: float) -> Iterator[None]:
     """Inside the block, the rows the tiles read have norms at most ``norm``, as the caller
     knows (L2-normalised rows: 1): the logits' bound is then known without reading the rows
-    back from the device."""
+    back from the device (so ``torch.compile`` traces no read-back either)."""
+    if torch.compiler.is_compiling():
+        _TRACED_ROW_NORMS.append(float(norm))
+        try:
+            yield
+        finally:
+            _TRACED_ROW_NORMS.pop()
+        return
     token = _ROW_NORM.set(float(norm))
     try:
         yield
@@ -89,11 +99,18 @@ def rows_within(norm: float) -> Iterator[None]:
         _ROW_NORM.reset(token)
 
 
+def _row_norm_bound() -> float | None:
+    """The innermost :func:`rows_within` bound, ``None`` outside one."""
+    if torch.compiler.is_compiling():
+        return _TRACED_ROW_NORMS[-1] if _TRACED_ROW_NORMS else None
+    return _ROW_NORM.get()
+
+
 def _bounded(x: Tensor, tau: float) -> bool:
     """Whether every logit satisfies ``|x_i·x_j/τ| <= MAX_LOGIT`` (Cauchy-Schwarz), so
     ``exp`` needs no shift: from the rows' norms, or a bound the caller knows
     (:func:`rows_within`)."""
-    norm = _ROW_NORM.get()
+    norm = _row_norm_bound()
     if norm is None:
         norm = float(x.detach().norm(dim=1).max())
     return norm**2 / tau <= MAX_LOGIT
@@ -124,10 +141,16 @@ def _block_logits(queries, keys, rows, cols, acc, diagonal, self_loops, masked, 
     """``queries_I keys_Jᵀ`` in ``acc`` precision into ``out``, masked entries ``-inf``."""
     q, k = queries[rows[0] : rows[1]], keys[cols[0] : cols[1]].T
     if out.dtype == q.dtype:
-        s = torch.mm(q, k, out=out[: q.size(0), : k.size(1)])
+        s = torch.mm(q, k, out=_leading(out, q.size(0), k.size(1)))
     else:
         s = torch.mm(q, k).to(acc)
     return _mask_block(s, diagonal, self_loops, masked)
+
+
+def _leading(buffer: Tensor, rows: int, cols: int) -> Tensor:
+    """A contiguous ``rows × cols`` matrix on the start of ``buffer``'s memory (a ragged
+    block's: ``out=`` takes it as it is, where a slice would be strided)."""
+    return buffer.view(-1)[: rows * cols].view(rows, cols)
 
 
 def _mask_block(s: Tensor, diagonal: bool, self_loops: bool, masked: tuple | None) -> Tensor:
@@ -135,7 +158,7 @@ def _mask_block(s: Tensor, diagonal: bool, self_loops: bool, masked: tuple | Non
     its ``masked`` ``(rows, cols)`` pairs ``-inf``, in place; on a diagonal block each
     masked pair is stored once, so it is masked both ways."""
     if diagonal and not self_loops:
-        s.fill_diagonal_(float("-inf"))
+        s.diagonal().fill_(float("-inf"))
     if masked is not None:
         li, lj = masked
         s[li, lj] = float("-inf")
@@ -248,7 +271,7 @@ def _grad_bounded(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, 
             if not diagonal:
                 grad[cs] += u[cs, None] * torch.mm(e.T.to(x.dtype), x[r]).to(acc)
             continue
-        weights = q[: e.size(0), : e.size(1)]  # the saved block is left intact
+        weights = _leading(q, e.size(0), e.size(1))  # the saved block is left intact
         torch.add(u[r, None], u[None, cs], out=weights).mul_(e)
         _addmm(grad[r], weights, x[cs])
         if not diagonal:
@@ -273,7 +296,7 @@ def _grad_online(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, a
     size = min(tile, x.size(0))
     attn = torch.empty(size, size, dtype=acc, device=x.device)
     for r, c, diagonal, block in _symmetric_blocks(x / tau, x, tile, acc, self_loops, blocks):
-        rows_attn = attn[: block.size(0), : block.size(1)]
+        rows_attn = _leading(attn, block.size(0), block.size(1))
         torch.sub(block, lse[r, None], out=rows_attn).exp_().mul_(scale[r, None])  # w_I P_IJ/τ
         if diagonal:
             q = rows_attn if stop_gradient else rows_attn.add_(rows_attn.T.clone())

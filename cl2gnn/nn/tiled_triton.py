@@ -5,8 +5,13 @@ style: the logits ``x_I x_Jᵀ / τ`` live only in registers, the forward keeps 
 and sum per row, the backward recomputes the block and accumulates
 ``grad_I = Σ_J Q_IJ x_J`` with ``Q_ij = (w_i P_ij + w_j P_ji) / τ`` (``w_i P_ij / τ`` with
 stop-gradient). Memory is ``O(N d)``; cost ``N² d`` forward and ``2 N² d`` backward (no
-symmetric halving: each program owns its rows, so no atomics). Float32 inputs use TF32 in
-the products only when ``torch.backends.cuda.matmul.allow_tf32`` is set, as ``torch.mm`` does.
+symmetric halving: each program owns its rows, so no atomics).
+
+The products' precision (:func:`~cl2gnn.nn._triton_plan.operand_precision`: torch's own
+switch for float32 rows, or ``matmul_dtype="bfloat16"``) and the error bound each meets, the
+key splits that fill the device at sizes just past the dense threshold, and the
+configurations the autotuner tries (pinned at large ``N``) are chosen on the host by
+:mod:`~cl2gnn.nn._triton_plan`.
 
 What keeps the tensor cores fed (the exponentials run on a far slower unit than the GEMMs):
 
@@ -17,10 +22,7 @@ What keeps the tensor cores fed (the exponentials run on a far slower unit than 
   max), and the symmetric backward takes one exponential per pair instead of two,
   ``w_i P_ij + w_j P_ji = E_ij (a_i + a_j)`` with ``a = w e^{-lse}``. The bound is decided
   on the device (a flag the kernels read), so the step has no host read-back;
-* block sizes, warps and pipeline stages autotuned per (power-of-two bucket of ``N``,
-  ``d``, dtype; and stop-gradient in the backward) among :data:`FORWARD_CONFIGS` and
-  :data:`BACKWARD_CONFIGS` on a process's first call of each (several runs of every
-  configuration: that call takes many times a tuned one, so benchmarks warm up), one
+* block sizes, warps and pipeline stages autotuned (:mod:`~cl2gnn.nn._triton_plan`); one
   configuration under the interpreter, where timing means nothing.
 
 Complete graph only (self pairs optional, no ``exclude_index``), ``d <= 256``, float16,
@@ -37,6 +39,7 @@ import os
 import torch
 from torch import Tensor
 
+from . import _triton_plan as plan
 from .tiled import MAX_LOGIT
 
 try:
@@ -48,11 +51,6 @@ except ImportError:  # optional: the torch implementation is always there
 MAX_DIM = 256  # the backward keeps a BLOCK_M × d accumulator per program
 DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # read by Triton at import too
-# (BLOCK_M, BLOCK_N, num_warps, num_stages) tried by the autotuner on a GPU
-FORWARD_CONFIGS = ((128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 64, 8, 2))
-BACKWARD_CONFIGS = ((64, 64, 4, 2), (128, 64, 8, 2), (64, 128, 4, 2), (128, 32, 4, 3))
-INTERPRETER_CONFIG = (64, 64, 4, 1)
-MAX_ACCUMULATOR = 128 * 128  # float32 BLOCK_M × BLOCK_D backward accumulator in registers
 
 
 def supports(device: torch.device, dtype: torch.dtype, dim: int) -> bool:
@@ -79,17 +77,11 @@ def check_triton_input(x: Tensor) -> None:
 
 
 def _configs(candidates: tuple) -> list:
-    chosen = (INTERPRETER_CONFIG,) if INTERPRETED else candidates
+    chosen = (plan.INTERPRETER_CONFIG,) if INTERPRETED else candidates
     return [
         triton.Config({"BLOCK_M": m, "BLOCK_N": n}, num_warps=warps, num_stages=stages)
         for m, n, warps, stages in chosen
     ]
-
-
-def _fitting(configs: list, named_args: dict, **kwargs) -> list:
-    """The configurations whose backward accumulator fits in registers (at least one)."""
-    fit = [c for c in configs if c.kwargs["BLOCK_M"] * kwargs["BLOCK_D"] <= MAX_ACCUMULATOR]
-    return fit or configs[:1]
 
 
 if triton is not None:
@@ -101,6 +93,13 @@ if triton is not None:
         """Rows ``rows`` of the ``[n, d]`` row-major matrix, zero-padded to the block."""
         mask = (rows[:, None] < n) & (dims[None, :] < d)
         return tl.load(x_ptr + rows[:, None] * d + dims[None, :], mask=mask, other=0.0)
+
+    @triton.jit
+    def _key_range(n, SPLITS, BLOCK_N: tl.constexpr):
+        """This program's keys ``[start, end)``: its split's share, whole key blocks."""
+        share = tl.cdiv(tl.cdiv(n, SPLITS), BLOCK_N) * BLOCK_N
+        start = tl.program_id(1) * share
+        return start, tl.minimum(start + share, n)
 
     @triton.jit
     def _logits2(
@@ -115,7 +114,11 @@ if triton is not None:
             valid = valid & (rows[:, None] != cols[None, :])
         return k, tl.where(valid, s, float("-inf"))
 
-    @triton.autotune(configs=_configs(FORWARD_CONFIGS), key=["n_bucket", "d"])
+    @triton.autotune(
+        configs=_configs(plan.FORWARD_CONFIGS),
+        key=["n_bucket", "d", "SPLITS"],
+        prune_configs_by={"early_config_prune": plan.pinned},
+    )
     @triton.jit
     def _forward_kernel(
         x_ptr,
@@ -125,6 +128,7 @@ if triton is not None:
         d,
         n_bucket,
         scale2,
+        SPLITS,
         SELF_LOOPS: tl.constexpr,
         PRECISION: tl.constexpr,
         BLOCK_M: tl.constexpr,
@@ -133,17 +137,18 @@ if triton is not None:
     ):
         rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         dims = tl.arange(0, BLOCK_D)
+        first, last = _key_range(n, SPLITS, BLOCK_N)
         q = _rows_of(x_ptr, rows, dims, n, d)
         total = tl.zeros((BLOCK_M,), tl.float32)
         if tl.load(bounded_ptr) != 0:  # every exp(S_ij) a normal float32: no shift
-            for start in range(0, n, BLOCK_N):
+            for start in range(first, last, BLOCK_N):
                 cols = start + tl.arange(0, BLOCK_N)
                 _, s = _logits2(q, x_ptr, cols, dims, n, d, rows, scale2, SELF_LOOPS, PRECISION)
                 total += tl.sum(tl.exp2(s), axis=1)
             lse2 = tl.log2(total)
         else:
             m = tl.full((BLOCK_M,), float("-inf"), tl.float32)
-            for start in range(0, n, BLOCK_N):
+            for start in range(first, last, BLOCK_N):
                 cols = start + tl.arange(0, BLOCK_N)
                 _, s = _logits2(q, x_ptr, cols, dims, n, d, rows, scale2, SELF_LOOPS, PRECISION)
                 new_m = tl.maximum(m, tl.max(s, axis=1))
@@ -151,7 +156,8 @@ if triton is not None:
                 total = total * tl.exp2(m - shift) + tl.sum(tl.exp2(s - shift[:, None]), axis=1)
                 m = new_m
             lse2 = tl.log2(total) + m
-        tl.store(lse_ptr + rows, lse2 * LN2, mask=rows < n)
+        # this split's log-partition (-inf without keys); the splits' are combined after
+        tl.store(lse_ptr + tl.program_id(1) * n + rows, lse2 * LN2, mask=rows < n)
 
     @triton.jit
     def _backward_sweep(
@@ -166,6 +172,8 @@ if triton is not None:
         n,
         d,
         scale2,
+        first,
+        last,
         SELF_LOOPS: tl.constexpr,
         STOP_GRADIENT: tl.constexpr,
         ONE_EXP: tl.constexpr,
@@ -173,13 +181,13 @@ if triton is not None:
         FP32_PRODUCT: tl.constexpr,
         BLOCK_N: tl.constexpr,
     ):
-        """``acc + Σ_J Q_IJ x_J`` over every key block. Rows without keys come with
-        ``lse = +inf`` and ``u = a = 0``."""
+        """``acc + Σ_J Q_IJ x_J`` over the key blocks ``[first, last)``. Rows without keys
+        come with ``lse = +inf`` and ``u = a = 0``."""
         row_mask = rows < n
         l_rows = tl.load(lse_ptr + rows, mask=row_mask, other=float("inf")) * LOG2E
         u_rows = tl.load(u_ptr + rows, mask=row_mask, other=0.0)
         a_rows = tl.load(a_ptr + rows, mask=row_mask, other=0.0)
-        for start in range(0, n, BLOCK_N):
+        for start in range(first, last, BLOCK_N):
             cols = start + tl.arange(0, BLOCK_N)
             k, s = _logits2(q, x_ptr, cols, dims, n, d, rows, scale2, SELF_LOOPS, PRECISION)
             if STOP_GRADIENT:  # w_i P_ij / τ
@@ -194,14 +202,17 @@ if triton is not None:
                 weights += tl.exp2(s - l_cols[None, :]) * u_cols[None, :]
             if FP32_PRODUCT:  # float16 would flush the small attention weights to zero
                 acc += tl.dot(weights, k.to(tl.float32), input_precision=PRECISION)
+            elif k.dtype == tl.bfloat16:  # the weights rounded to nearest, as the rows were
+                weights = weights.to(tl.bfloat16, fp_downcast_rounding="rtne")
+                acc += tl.dot(weights, k, input_precision=PRECISION)
             else:
                 acc += tl.dot(weights.to(k.dtype), k, input_precision=PRECISION)
         return acc
 
     @triton.autotune(
-        configs=_configs(BACKWARD_CONFIGS),
-        key=["n_bucket", "d", "STOP_GRADIENT"],
-        prune_configs_by={"early_config_prune": _fitting},
+        configs=_configs(plan.BACKWARD_CONFIGS),
+        key=["n_bucket", "d", "SPLITS", "STOP_GRADIENT"],
+        prune_configs_by={"early_config_prune": plan.fitting_and_pinned},
     )
     @triton.jit
     def _backward_kernel(
@@ -215,6 +226,7 @@ if triton is not None:
         d,
         n_bucket,
         scale2,
+        SPLITS,
         SELF_LOOPS: tl.constexpr,
         STOP_GRADIENT: tl.constexpr,
         PRECISION: tl.constexpr,
@@ -225,22 +237,24 @@ if triton is not None:
     ):
         rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
         dims = tl.arange(0, BLOCK_D)
+        first, last = _key_range(n, SPLITS, BLOCK_N)
         q = _rows_of(x_ptr, rows, dims, n, d)
         acc = tl.zeros((BLOCK_M, BLOCK_D), tl.float32)
         # uniform, taken once per program, outside the loop it selects (with stop-gradient
         # both sweeps are the same one exponential per pair)
         if tl.load(bounded_ptr) != 0:
             acc = _backward_sweep(
-                acc, q, x_ptr, lse_ptr, u_ptr, a_ptr, rows, dims, n, d, scale2,
+                acc, q, x_ptr, lse_ptr, u_ptr, a_ptr, rows, dims, n, d, scale2, first, last,
                 SELF_LOOPS, STOP_GRADIENT, True, PRECISION, FP32_PRODUCT, BLOCK_N,
             )  # fmt: skip
         else:
             acc = _backward_sweep(
-                acc, q, x_ptr, lse_ptr, u_ptr, a_ptr, rows, dims, n, d, scale2,
+                acc, q, x_ptr, lse_ptr, u_ptr, a_ptr, rows, dims, n, d, scale2, first, last,
                 SELF_LOOPS, STOP_GRADIENT, False, PRECISION, FP32_PRODUCT, BLOCK_N,
             )  # fmt: skip
+        out = grad_ptr + tl.program_id(1) * n * d  # this split's share of the gradient
         tl.store(
-            grad_ptr + rows[:, None] * d + dims[None, :],
+            out + rows[:, None] * d + dims[None, :],
             acc,
             mask=(rows[:, None] < n) & (dims[None, :] < d),
         )
@@ -251,17 +265,19 @@ def _on_device_of(x: Tensor) -> contextlib.AbstractContextManager:
     return torch.cuda.device(x.device) if x.is_cuda else contextlib.nullcontext()
 
 
-def _launch(x: Tensor, tau: float) -> tuple:
-    """The grid and the arguments both kernels share after their pointers."""
-    # input precision matters for float32 operands only (float16 ones take tensor cores)
-    ieee = x.dtype == torch.float32 and not (x.is_cuda and torch.backends.cuda.matmul.allow_tf32)
-    n, d = x.shape
+def _launch(rows: Tensor, tau: float, precision: str) -> tuple:
+    """The grid, the key splits and the arguments both kernels share after their
+    pointers, for the operand ``rows`` (``precision`` from ``plan.operand_precision``)."""
+    n, d = rows.shape
+    splits = plan.key_splits(n, plan.multiprocessors(rows.device))
     settings = {
-        "PRECISION": "ieee" if ieee else "tf32",
+        # the input precision of float32 operands (half ones take the tensor cores anyway)
+        "PRECISION": "tf32" if precision == "tf32" else "ieee",
         "BLOCK_D": max(16, triton.next_power_of_2(d)),
     }
-    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_M"]),)  # noqa: E731
-    return grid, (n, d, triton.next_power_of_2(n), math.log2(math.e) / tau), settings
+    grid = lambda meta: (triton.cdiv(n, meta["BLOCK_M"]), splits)  # noqa: E731
+    sizes = (n, d, triton.next_power_of_2(n), math.log2(math.e) / tau, splits)
+    return grid, splits, sizes, settings
 
 
 def _bounded_flag(x: Tensor, tau: float) -> Tensor:
@@ -273,50 +289,62 @@ def _bounded_flag(x: Tensor, tau: float) -> Tensor:
 
 class _TritonRowLogSumExp(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, tau, stop_gradient, self_loops):
-        x = x.contiguous()
-        lse = torch.empty(x.size(0), dtype=torch.float32, device=x.device)
-        bounded = _bounded_flag(x, tau)
-        grid, sizes, settings = _launch(x, tau)
+    def forward(ctx, x, tau, stop_gradient, self_loops, matmul_dtype):
+        precision = plan.operand_precision(x, matmul_dtype)
+        rows = (x.to(torch.bfloat16) if precision == "bf16" else x).contiguous()
+        bounded = _bounded_flag(rows, tau)
+        grid, splits, sizes, settings = _launch(rows, tau, precision)
+        shares = torch.empty(splits, x.size(0), dtype=torch.float32, device=x.device)
         with _on_device_of(x):
-            _forward_kernel[grid](x, bounded, lse, *sizes, SELF_LOOPS=self_loops, **settings)
-        ctx.save_for_backward(x, lse, bounded)
-        ctx.settings = (tau, stop_gradient, self_loops)
+            _forward_kernel[grid](rows, bounded, shares, *sizes, SELF_LOOPS=self_loops, **settings)
+        lse = shares[0] if splits == 1 else torch.logsumexp(shares, 0)
+        ctx.save_for_backward(rows, lse, bounded)
+        ctx.settings = (tau, stop_gradient, self_loops, precision, x.dtype)
         return lse.to(x.dtype)
 
     @staticmethod
     def backward(ctx, grad_lse):
-        x, lse, bounded = ctx.saved_tensors
-        tau, stop_gradient, self_loops = ctx.settings
+        rows, lse, bounded = ctx.saved_tensors
+        tau, stop_gradient, self_loops, precision, dtype = ctx.settings
         has_keys = torch.isfinite(lse)
         u = torch.where(has_keys, grad_lse.float() / tau, torch.zeros_like(lse)).contiguous()
         lse = torch.where(has_keys, lse, torch.full_like(lse, float("inf")))
         a = u * torch.exp(-lse)  # read only when the logits are bounded, where it is finite
-        grad = torch.empty(x.shape, dtype=torch.float32, device=x.device)
-        grid, sizes, settings = _launch(x, tau)
-        with _on_device_of(x):
+        grid, splits, sizes, settings = _launch(rows, tau, precision)
+        shares = torch.empty((splits, *rows.shape), dtype=torch.float32, device=rows.device)
+        with _on_device_of(rows):
             _backward_kernel[grid](
-                x,
+                rows,
                 bounded,
                 lse,
                 u,
                 a,
-                grad,
+                shares,
                 *sizes,
                 SELF_LOOPS=self_loops,
                 STOP_GRADIENT=stop_gradient,
-                FP32_PRODUCT=x.dtype == torch.float16,
+                FP32_PRODUCT=rows.dtype == torch.float16,
                 **settings,
             )
-        return grad.to(x.dtype), None, None, None
+        grad = shares[0] if splits == 1 else shares.sum(0)
+        return grad.to(dtype), None, None, None, None
 
 
 def triton_row_logsumexp(
-    x: Tensor, temperature: float, stop_gradient: bool = False, self_loops: bool = False
+    x: Tensor,
+    temperature: float,
+    stop_gradient: bool = False,
+    self_loops: bool = False,
+    matmul_dtype: str | None = None,
 ) -> Tensor:
     r"""Per row ``log Σ_{j (≠ i)} exp(x_i·x_j/τ)`` (``[N]``, ``τ = temperature``, ``-inf``
     for a row without keys), exact, in ``O(N d)`` memory, with the fused Triton kernels;
     the same function as :func:`~cl2gnn.nn.tiled.tiled_row_logsumexp` without
-    ``exclude_index``."""
+    ``exclude_index``. ``matmul_dtype="bfloat16"``: float32 rows multiplied in bfloat16 with
+    float32 accumulation and results (the module's docstring)."""
     check_triton_input(x)
-    return _TritonRowLogSumExp.apply(x, float(temperature), bool(stop_gradient), bool(self_loops))
+    if matmul_dtype not in (None, *plan.MATMUL_DTYPES):
+        raise ValueError(f"matmul_dtype must be 'bfloat16' or None, got {matmul_dtype!r}")
+    return _TritonRowLogSumExp.apply(
+        x, float(temperature), bool(stop_gradient), bool(self_loops), matmul_dtype
+    )

@@ -10,7 +10,7 @@ from torch_geometric.nn import MessagePassing
 from torch_geometric.utils import is_undirected, softmax
 
 from .._checks import one_of
-from .._options import Distributed, Finite, Temperature, TileSize, check_options
+from .._options import Distributed, Finite, OptionsChecked, Temperature, TileSize, check_options
 from .._registry import OPERATORS, Example
 from .._validation import as_edge_index
 from ..distributed import (
@@ -35,7 +35,7 @@ IMPLEMENTATIONS = ("auto", *_dispatch.FORMS)
 
 
 @OPERATORS.register
-class UniformAttention(MessagePassing):
+class UniformAttention(OptionsChecked, MessagePassing):
     r"""One gradient step of the uniformity loss: a (reversed) self-attention on the
     affinity graph (eqs. 2b, 7, 8, 12 of *A Message Passing Perspective on Learning
     Dynamics of Contrastive Learning*, Wang et al., ICLR 2023).
@@ -103,9 +103,12 @@ class UniformAttention(MessagePassing):
         matmul_dtype (str, optional): ``"bfloat16"``: the complete graph's log-partition
             multiplies float32 rows in bfloat16 with float32 accumulation, in the torch
             tiles on the CPU (oneDNN; several times faster, rounding the rows to 8
-            significant bits inside each product, see :mod:`~cl2gnn.nn.tiled`); it takes
-            ``implementation`` ``"auto"`` (then tiled) or ``"tiled"``, no ``distributed``.
-            ``None``: products in the rows' dtype, exact (default: ``None``).
+            significant bits inside each product, see :mod:`~cl2gnn.nn.tiled`), in the
+            Triton kernels on CUDA (:mod:`~cl2gnn.nn._triton_plan`); it takes
+            ``implementation`` ``"auto"`` (then those), ``"tiled"`` or ``"triton"``, no
+            ``distributed``. ``None``: products in the rows' dtype, exact; float32 ones on
+            CUDA as torch's own switch says (``torch.set_float32_matmul_precision``)
+            (default: ``None``).
         **kwargs (optional): additional arguments of
             :class:`torch_geometric.nn.conv.MessagePassing`.
 
@@ -140,10 +143,9 @@ class UniformAttention(MessagePassing):
         self.self_loops = self_loops
         self.distributed = distributed
         self.matmul_dtype = matmul_dtype
-        self._check_options()
-
-    def _check_options(self) -> None:
         check_options(self)
+
+    def check_joint_options(self) -> None:
         _dispatch.check_matmul_dtype(self.matmul_dtype, self.implementation, self.distributed)
 
     def reset_parameters(self) -> None:
@@ -210,7 +212,9 @@ class UniformAttention(MessagePassing):
             return scatter_logsumexp(logits, edge_index[1], x.size(0))
         form = self._form(x, exclude_index)
         if form == "triton":
-            return triton_row_logsumexp(x, self.temperature, self.stop_gradient, self.self_loops)
+            return triton_row_logsumexp(
+                x, self.temperature, self.stop_gradient, self.self_loops, self.matmul_dtype
+            )
         if form == "tiled":
             return tiled_row_logsumexp(
                 x,
@@ -328,7 +332,7 @@ class UniformAttention(MessagePassing):
         :class:`~cl2gnn.nn.ContrastiveConv`'s augmentation graph). Across ranks every
         rank's checks are decided together, with the row counts, before any other
         collective (:func:`~cl2gnn.distributed.shard.checked_shard`)."""
-        self._check_options()
+        check_options(self)
         distributed = is_distributed(self.distributed)
 
         def local() -> tuple[Tensor, Tensor | None, Tensor | None]:

@@ -134,7 +134,7 @@ def _check(p: float, p_max: float, centrality: str) -> tuple[float, float, str]:
 class _Adaptive(BaseTransform):
     """The arguments, their checks and the cache of probabilities both views share."""
 
-    edges_in_range = True  # a subset of the input's edges: no range check (library_view)
+    edges_in_range = True  # a subset of the input's edges: no range check (made_by_library)
 
     def __init__(self, p: float, p_max: float = 0.7, centrality: str = "degree") -> None:
         self.p, self.p_max, self.centrality = _check(p, p_max, centrality)

@@ -36,7 +36,7 @@ class DropEdge(BaseTransform):
         p (float): the probability of dropping an edge.
     """
 
-    edges_in_range = True  # a subset of the input's edges: no range check (library_view)
+    edges_in_range = True  # a subset of the input's edges: no range check (made_by_library)
 
     def __init__(self, p: float) -> None:
         self.p = _probability(p, "p")
@@ -69,7 +69,7 @@ class MaskFeatures(BaseTransform):
     """
 
     reads_edges = False  # view_masks: it reads the features' width alone
-    edges_in_range = True  # the input's edges: no range check (library_view)
+    edges_in_range = True  # the input's edges: no range check (made_by_library)
 
     def __init__(self, p: float, generator: torch.Generator | None = None) -> None:
         self.p, self.generator = _probability(p, "p"), generator
@@ -122,7 +122,7 @@ class Diffusion(BaseTransform):
         eps (float, optional): the threshold instead of ``k`` (default: ``None``).
     """
 
-    edges_in_range = True  # computed on the input's nodes: no range check (library_view)
+    edges_in_range = True  # computed on the input's nodes: no range check (made_by_library)
 
     def __init__(self, alpha: float = 0.2, k: int | None = 128, eps: float | None = None) -> None:
         self.alpha = _probability(alpha, "alpha")

@@ -36,6 +36,7 @@ SCRIPTS = {
     "first_command": "benchmarks/speed/first_command.py",
     "fullgraph_step": "benchmarks/speed/fullgraph_step.py",
     "gca_zero_columns": "benchmarks/decisions/gca_zero_columns.py",
+    "gpu_ratios": "benchmarks/speed/gpu_ratios.py",
     "image_ssl": "benchmarks/accuracy/image_ssl.py",
     "infonce_scale": "benchmarks/speed/infonce_scale.py",
     "knn_build": "benchmarks/speed/knn_build.py",

@@ -12,11 +12,13 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import adjusted_rand_score
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from cl2gnn.graphs import _faiss, cluster_labels, knn_graph, spherical_kmeans
 from cl2gnn.graphs import knn as knn_module
+from cl2gnn.graphs import knn_tiles as knn_tiles_module
 from cl2gnn.graphs.knn import PRECISIONS, choose_search
-from cl2gnn.graphs.knn_tiles import TILE_PRECISIONS, default_margin, knn_tiles
+from cl2gnn.graphs.knn_tiles import TILE_PRECISIONS, default_margin, knn_tiles, tile_best
 
 REDUCED = [p for p in TILE_PRECISIONS if p != "full"]
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
@@ -163,6 +165,71 @@ def test_equal_scores_come_in_index_order(precision):
     search = knn_tiles(x, 3, "ip", 2, precision)
     assert search.index[0].tolist() == [1, 2, 3]
     assert search.index[3].tolist() == [0, 1, 2]
+
+
+@settings(max_examples=80)
+@given(
+    rows=st.integers(1, 6),
+    cols=st.one_of(st.integers(1, 300), st.sampled_from([64, 96, 256, 1024])),  # and chunks
+    m=st.integers(1, 12),
+    levels=st.sampled_from([3, 50, 10**6]),  # few levels: many ties
+    masked=st.floats(0, 0.5),
+    seed=st.integers(0, 2**16),
+)
+def test_a_tiles_best_chosen_by_chunk_maxima_are_its_top_k(rows, cols, m, levels, masked, seed):
+    """The chunk-maxima selection returns the row's ``m`` largest values, best first, and
+    columns that hold them (with ties, any of the tied columns), as ``topk`` does; -inf
+    entries (self pairs) included."""
+    gen = torch.Generator().manual_seed(seed)
+    s = torch.randint(0, levels, (rows, cols), generator=gen).double()
+    s[torch.rand(rows, cols, generator=gen) < masked] = float("-inf")
+    score, column = tile_best(s, m, chunked=True)
+    expected = s.topk(min(m, cols), dim=1).values
+    assert torch.equal(score, expected)
+    assert torch.equal(s.gather(1, column), score)
+    assert bool((column.sort(1).values.diff(dim=1) > 0).all())  # no column twice
+
+
+def test_a_wide_tile_is_never_sorted_whole(monkeypatch):
+    """Where the tiles are chosen by chunk maxima (a GPU's way, here on the CPU), on tiles of
+    1,024 keys the ``topk`` calls take the chunk maxima or the chosen chunks' entries (and
+    the merges), never a row of the tile; the graph is still exact."""
+    monkeypatch.setattr(knn_tiles_module, "CHUNKED_DEVICES", ("cpu",))
+    gen = torch.Generator().manual_seed(5)
+    x = rows_of("gaussian", 2500, 16, gen)
+    widths = []
+
+    class TopkWidths(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten.topk.default:
+                widths.append(args[0].size(-1))
+            return func(*args, **(kwargs or {}))
+
+    for precision in TILE_PRECISIONS:
+        widths.clear()
+        with TopkWidths():
+            edge_index, scores = knn_graph(
+                x, 10, "l2", backend="torch", precision=precision, tile_size=1024,
+                return_scores=True,
+            )  # fmt: skip
+        assert widths and max(widths) < 1024 // 2
+        check_exact(x, 10, "l2", edge_index, scores)
+
+
+@pytest.mark.parametrize("precision", TILE_PRECISIONS)
+def test_folded_norms_make_the_scores_in_the_product(precision):
+    """``[x_c, 1…]·[x_c, -h…]``: the half squared norm's terms sum to its float32 value
+    exactly, and the product is ``q·x - h`` within the operands' rounding."""
+    gen = torch.Generator().manual_seed(6)
+    operand = torch.randn(40, 13, generator=gen) * 30
+    half = 0.5 * operand.double().square().sum(1).float()
+    if precision != "full":
+        assert torch.equal(torch.stack(knn_tiles_module._exact_terms(half, precision)).sum(0), half)
+    queries, keys = knn_tiles_module._folded(operand, half, precision)
+    assert queries.size(1) % 8 == 0 and keys.shape == queries.shape
+    product = queries.double() @ keys.double().T
+    expected = operand.double() @ operand.double().T - half.double()
+    assert torch.allclose(product, expected, rtol=0, atol=1e-9 * float(half.max()))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -67,6 +67,24 @@ def test_cuda_dense_budget_is_capped_by_free_memory(triton_installed):
         assert _dispatch.exact_form(*args) == "dense"
 
 
+def test_cuda_free_memory_is_asked_once_per_size(triton_installed, monkeypatch):
+    """A step of the same shape asks the driver nothing (a CUDA graph can capture it): the
+    first call per size and device asks, the others keep its answer."""
+    asked = []
+    monkeypatch.setattr(
+        _dispatch, "fits_on_device", lambda size, device: asked.append(size) or len(asked) > 1
+    )
+    _dispatch.forget_dense_fits()
+    small, other = GRACE_CORA_VIEWS, GRACE_CORA_VIEWS + 2
+    answers = [_dispatch.exact_form(small, 128, CUDA, F32) for _ in range(3)]
+    assert answers == ["triton"] * 3  # the first answer (no room), kept
+    assert _dispatch.exact_form(other, 128, CUDA, F32) == "dense"  # a new size asks
+    assert asked == [_dispatch.dense_bytes(small, F32), _dispatch.dense_bytes(other, F32)]
+    _dispatch.forget_dense_fits()
+    assert _dispatch.exact_form(small, 128, CUDA, F32) == "dense"  # asked again
+    _dispatch.forget_dense_fits()  # no answer of the stand-in left for other tests
+
+
 def test_cuda_beyond_the_budget_takes_the_tiles_where_triton_cannot(triton_installed):
     big = dense_limit() + 1
     assert form(big, dim=tiled_triton.MAX_DIM) == "triton"
@@ -113,9 +131,14 @@ def test_a_device_other_than_cuda_gets_the_cpus_answer(
     assert asked == []
 
 
-def test_bfloat16_products_ask_for_the_tiles_of_float32_rows():
+def test_bfloat16_products_ask_for_the_tiles_or_triton_of_float32_rows(monkeypatch):
     assert form(8, CPU, matmul_dtype="bfloat16") == "tiled"
-    assert form(8, CUDA, matmul_dtype="bfloat16") == "tiled"  # where the tiles refuse it
+    monkeypatch.setattr(tiled_triton, "triton", object())  # a machine with Triton
+    assert form(8, CUDA, matmul_dtype="bfloat16") == "triton"  # at any size: dense has none
+    assert form(8, CUDA, matmul_dtype="bfloat16", exclude_index=torch.ones(2, 1)) == "tiled"
+    assert form(8, CUDA, dim=tiled_triton.MAX_DIM + 1, matmul_dtype="bfloat16") == "tiled"
+    monkeypatch.setattr(tiled_triton, "triton", None)  # without: the tiles, which refuse it
+    assert form(8, CUDA, matmul_dtype="bfloat16") == "tiled"
     assert form(8, CPU, torch.float64, matmul_dtype="bfloat16") == "dense"  # not float32
 
 
@@ -152,7 +175,7 @@ def spy_forms(monkeypatch, answer):
         asked.append((rows, dim, torch.device(device), dtype, kwargs))
         return answer
 
-    def triton(x, temperature, stop_gradient, self_loops):
+    def triton(x, temperature, stop_gradient, self_loops, matmul_dtype):
         ran.append("triton")
         return real_tiled(x, temperature, stop_gradient, self_loops)
 
@@ -418,11 +441,11 @@ def test_bfloat16_products_leave_the_global_setting_as_they_found_it():
     assert torch.backends.mkldnn.matmul.fp32_precision == before
 
 
-def test_bfloat16_products_on_the_torch_tiles_alone():
+def test_bfloat16_products_on_the_torch_tiles_or_triton_alone():
     with pytest.raises(ValueError, match="matmul_dtype"):
         UniformAttention(implementation="dense", matmul_dtype="bfloat16")
     with pytest.raises(ValueError, match="matmul_dtype"):
-        InfoNCELoss(implementation="triton", matmul_dtype="bfloat16")
+        InfoNCELoss(implementation="dense", matmul_dtype="bfloat16")
     with pytest.raises(ValueError, match="matmul_dtype"):
         info_nce(torch.randn(4, 3), torch.randn(4, 3), distributed="ring", matmul_dtype="bfloat16")
     with pytest.raises(ValueError, match="matmul_dtype"):  # not oneDNN's: refused before a GEMM

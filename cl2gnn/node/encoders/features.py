@@ -49,6 +49,10 @@ class SparseFeatures:
         """``X diag(m) weight`` for ``weight`` of shape ``[F, out]``."""
         if self.column_mask is not None:
             weight = weight * self.column_mask[:, None]
+        if torch.compiler.is_compiling():  # dynamo takes no EdgeIndex: the sums by index
+            node, feature = self.index
+            messages = self.values[:, None] * weight.index_select(0, feature)
+            return weight.new_zeros(self.size(0), weight.size(1)).index_add(0, node, messages)
         return self.index.matmul(weight, self.values)
 
     def to_dense(self) -> Tensor:

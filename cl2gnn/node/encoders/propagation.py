@@ -31,19 +31,28 @@ from ..views import keep_edges
 class ValuedGraph:
     """A propagation graph as the built-in encoder reads it: ``adj_t`` as a row-sorted
     :class:`~torch_geometric.EdgeIndex` (targets, sources) whose transpose is cached, and
-    the entries' values (constants: no gradient flows to them)."""
+    the entries' values (constants: no gradient flows to them); ``pairs`` the same
+    (target, source) pairs as a plain tensor and ``shape`` the sizes, what a
+    ``torch.compile`` trace reads (dynamo takes no ``EdgeIndex``)."""
 
     index: EdgeIndex
     values: Tensor
+    pairs: Tensor
+    shape: tuple[int, int]
 
     def matmul(self, x: Tensor) -> Tensor:
-        """``adj_t @ x``: each target's weighted sum of its sources' rows."""
+        """``adj_t @ x``: each target's weighted sum of its sources' rows (while
+        ``torch.compile`` traces, the same sums by index)."""
+        if torch.compiler.is_compiling():
+            target, source = self.pairs
+            messages = self.values[:, None] * x.index_select(0, source)
+            return x.new_zeros(self.shape[0], x.size(1)).index_add(0, target, messages)
         with warnings.catch_warnings():  # torch's "sparse CSR is beta" notice
             warnings.simplefilter("ignore", UserWarning)
             return self.index.matmul(x, input_value=self.values)
 
     def size(self, dim: int) -> int:
-        return self.index.sparse_size(dim)
+        return self.shape[dim]
 
     def to_sparse_csr(self) -> Tensor:
         return self.index.to_sparse_csr(self.values)
@@ -107,10 +116,9 @@ class PropagationStructure:
             self.weight[self.loop_entry] = self._loop_weight(None)
         # adj_t's (target, source) pairs sorted by row, the transpose's order cached too: the
         # backward's product with the transpose then needs no sort either
+        self.pairs = torch.stack([self.target, self.source])
         self.index = EdgeIndex(
-            torch.stack([self.target, self.source]),
-            sparse_size=(num_nodes, num_nodes),
-            sort_order="row",
+            self.pairs, sparse_size=(num_nodes, num_nodes), sort_order="row"
         ).fill_cache_()
 
     @staticmethod
@@ -162,7 +170,7 @@ class PropagationStructure:
             values = scale[self.source] * weight * scale[self.target]
         else:  # the mean: w / D (a node whose edges were all dropped sums zeros)
             values = weight / degree.masked_fill(degree == 0, 1.0)[self.target]
-        return ValuedGraph(self.index, values)
+        return ValuedGraph(self.index, values, self.pairs, (self.num_nodes, self.num_nodes))
 
 
 class ViewGraphs:

@@ -30,9 +30,9 @@ class FullBatchTrainer(Trainer):
             self.prepared = self.encoder.prepare(self.x)
             self.graphs = ViewGraphs(self.encoder, self.edge_index, self.num_nodes, self.weight)
 
-    def step(self) -> Tensor:
-        """One optimiser step on two fresh views of the graph; returns the loss."""
-        self.model.train()
+    def loss_on_fresh_views(self) -> Tensor:
+        """The step's forward: two fresh views of the graph and the method's loss on them,
+        without a read of the device (what a compiled or captured step takes whole)."""
         if self.builtin:
             x, prepared = self.x_input, self.prepared
         else:
@@ -45,7 +45,12 @@ class FullBatchTrainer(Trainer):
         # losses' value-reading checks, each a wait for the device, are skipped (a
         # non-finite loss stops fit instead)
         with without_value_checks():
-            loss = self.model(ViewBatch(views, self.edge_index, self.num_nodes, self.weight))
+            return self.model(ViewBatch(views, self.edge_index, self.num_nodes, self.weight))
+
+    def step(self) -> Tensor:
+        """One optimiser step on two fresh views of the graph; returns the loss."""
+        self.model.train()
+        loss = self.loss_on_fresh_views()
         self.optimise(loss)
         return loss.detach()
 

@@ -99,13 +99,15 @@ class Trainer:
         self.model = self.method  # what a step calls (under torchrun, its DDP wrapper)
         self.label = getattr(self.method, "label", self.method.name)
         params = [p for p in self.method.parameters() if p.requires_grad]
-        # fused on CUDA: one launch for every parameter, and no read of the step counters
+        # fused on CUDA: one launch for every parameter, and no read of the step counters;
+        # capturable: its step counters stay on the device (a step a CUDA graph can capture)
         fused = bool(params) and all(p.is_cuda for p in params)
         self.optimizer = torch.optim.Adam(
             parameter_groups(params, self.method.learning_rates(), config.learning_rate),
             lr=config.learning_rate,
             weight_decay=config.weight_decay,
             fused=fused or None,
+            capturable=fused,
         )
         self.steps, self.steps_per_epoch = 0, 1
 
