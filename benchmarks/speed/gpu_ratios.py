@@ -276,7 +276,8 @@ def grace_trainer(device):
     from cl2gnn.node.training.fullbatch import FullBatchTrainer
 
     data = load_node_dataset("Cora")
-    return FullBatchTrainer(data, "grace", default_config(data, "grace"), device=device)
+    config = default_config(data, "grace", graph=data.name)  # GRACE's published for Cora
+    return FullBatchTrainer(data, "grace", config, device=device)
 
 
 def captured_child(args) -> dict:

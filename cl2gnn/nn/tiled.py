@@ -137,16 +137,6 @@ def _excluded_by_block(exclude: Tensor | None, n: int, tile: int) -> dict:
     return out
 
 
-def _block_logits(queries, keys, rows, cols, acc, diagonal, self_loops, masked, out):
-    """``queries_I keys_Jᵀ`` in ``acc`` precision into ``out``, masked entries ``-inf``."""
-    q, k = queries[rows[0] : rows[1]], keys[cols[0] : cols[1]].T
-    if out.dtype == q.dtype:
-        s = torch.mm(q, k, out=_leading(out, q.size(0), k.size(1)))
-    else:
-        s = torch.mm(q, k).to(acc)
-    return _mask_block(s, diagonal, self_loops, masked)
-
-
 def _leading(buffer: Tensor, rows: int, cols: int) -> Tensor:
     """A contiguous ``rows × cols`` matrix on the start of ``buffer``'s memory (a ragged
     block's: ``out=`` takes it as it is, where a slice would be strided)."""
@@ -232,9 +222,13 @@ def _symmetric_blocks(queries, keys, tile, acc, self_loops, excluded, fresh=Fals
                 out = torch.empty(
                     rows[1] - rows[0], cols[1] - cols[0], dtype=acc, device=queries.device
                 )
-            block = _block_logits(
-                queries, keys, rows, cols, acc, a == b, self_loops, excluded.get((a, b)), out
-            )
+            # the block's logits in acc precision, masked entries -inf
+            q, k = queries[rows[0] : rows[1]], keys[cols[0] : cols[1]].T
+            if out.dtype == q.dtype:
+                block = torch.mm(q, k, out=_leading(out, q.size(0), k.size(1)))
+            else:
+                block = torch.mm(q, k).to(acc)
+            block = _mask_block(block, a == b, self_loops, excluded.get((a, b)))
             yield slice(*rows), slice(*cols), a == b, block
 
 

@@ -249,7 +249,8 @@ class UniformAttention(OptionsChecked, MessagePassing):
     def _dense_row_logsumexp(self, x: Tensor, keys: Tensor, exclude_index: Tensor | None):
         # no host read-back: a row without keys gets -inf, and the NaN that logsumexp's
         # backward puts on its (all masked) logits is zeroed by the mask's index_put
-        return torch.logsumexp(self._dense_logits(x, keys, exclude_index), dim=1)
+        logits = masked_logits(x @ keys.T / self.temperature, 0, self.self_loops, exclude_index)
+        return torch.logsumexp(logits, dim=1)
 
     def forward(
         self,

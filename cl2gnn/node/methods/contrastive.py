@@ -104,11 +104,18 @@ class GRACE(ContrastiveMethod):
             matmul_dtype=matmul_dtype,
         )
         super().__init__(encoder, options, views=views, dim=dim, distributed=distributed)
+        # the loss's options checked here, once: a step calls its unchecked form
+        info_nce.check_options(
+            temperature=temperature,
+            num_keys=num_keys,
+            matmul_dtype=matmul_dtype,
+            distributed=distributed,
+        )
 
     def forward(self, data: Data | ViewBatch) -> Tensor:
         z1, z2, _, _ = self.project(data)
         options = self.options
-        return info_nce(
+        return info_nce.unchecked(
             z1,
             z2,
             temperature=options.temperature,
