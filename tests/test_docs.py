@@ -23,13 +23,17 @@ def snippet(marker: str) -> str:
 
 @pytest.fixture
 def added_method():
-    """The page's method, registered for the test and removed after."""
+    """The page's method, registered for the test and removed after; a method of that name
+    registered already (the page followed into the library) is set aside meanwhile."""
+    earlier = REGISTRY.pop("align_uniform", None)
     namespace = {"__name__": "extending_example"}
-    exec(compile(snippet("node method"), str(PAGE), "exec"), namespace)
     try:
+        exec(compile(snippet("node method"), str(PAGE), "exec"), namespace)
         yield namespace["AlignUniform"]
     finally:
         REGISTRY.pop("align_uniform", None)
+        if earlier is not None:
+            REGISTRY["align_uniform"] = earlier
 
 
 def graph():

@@ -27,8 +27,9 @@ from cl2gnn.cli import cmdline
 OUT = "runs/large_steps.jsonl"
 COMMAND = (
     "python -m benchmarks.speed.large_steps run --preset products --steps 20 --hidden 64 "
-    "--encoder sage --num-neighbors 10 5, the same with --matmul-dtype bfloat16, both with "
-    "--preset arxiv; then python -m benchmarks.speed.large_steps table"
+    "--encoder sage --num-neighbors 10 5, the same with --preset arxiv, and both with "
+    "--matmul-dtype bfloat16 where the CPU has oneDNN's bf16 GEMM (a row per run); then "
+    "python -m benchmarks.speed.large_steps table"
 )
 
 

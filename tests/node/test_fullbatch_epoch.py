@@ -300,10 +300,17 @@ def test_matmul_dtype_reaches_the_exact_infonce(monkeypatch, method):
     seen = []
     real = infonce.info_nce
 
-    def spy(*args, **kwargs):
-        seen.append(kwargs.get("matmul_dtype"))
-        return real(*args, **kwargs)
+    def spying_on(function):
+        def spy(*args, **kwargs):
+            seen.append(kwargs.get("matmul_dtype"))
+            return function(*args, **kwargs)
 
+        return spy
+
+    # the checked loss, and its unchecked form that a method whose options were checked
+    # where it was built calls
+    spy = spying_on(real)
+    spy.unchecked, spy.check_options = spying_on(real.unchecked), real.check_options
     module = REGISTRY[method].forward.__module__  # the module of its forward calls info_nce
     monkeypatch.setattr(sys.modules[module], "info_nce", spy)
     config = CONFIG.with_overrides(epochs=1, matmul_dtype="bfloat16")
