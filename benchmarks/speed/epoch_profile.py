@@ -31,6 +31,7 @@ from collections import defaultdict
 
 from torch.profiler import ProfilerActivity, profile
 
+from benchmarks._shared.floors import without_the_loss
 from benchmarks._shared.results import save_table
 from cl2gnn.cli import cmdline, node_arguments
 
@@ -190,12 +191,6 @@ def gemm_floor(trainer, epochs: int) -> tuple[float, float]:
     return in_epoch / epochs, replayed / epochs
 
 
-def without_the_loss(trainer) -> None:
-    """``trainer``'s method with its loss replaced by the sum of the projections: the same
-    views, encoder, head, backward through them and optimiser step, no loss."""
-    trainer.method.objective = lambda z1, z2, h1, h2: z1.sum() + z2.sum()
-
-
 def epoch_ms(trainer, epochs: int, warmup: int) -> float:
     """Median ms of ``trainer.step()``."""
     times = []
@@ -225,7 +220,7 @@ def main() -> None:
         operators = top_operators(trainer, 5, args.top)
         gemms, replayed = gemm_floor(trainer, 5)
         no_loss = FullBatchTrainer(data, "grace", config, seed=0)
-        without_the_loss(no_loss)
+        without_the_loss(no_loss.method)
         rest = epoch_ms(no_loss, args.epochs, args.warmup)
         _, rest_replayed = gemm_floor(no_loss, 5)
     rows = [

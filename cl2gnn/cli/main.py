@@ -220,6 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     with cmdline.user_errors(f"{parser.prog} {args.command}"):
         if hasattr(args, "device"):  # before any data work
             cmdline.check_device(args.device)
+        if hasattr(args, "announce"):  # the first line, before torch loads for the rules
+            args.announce(args)
         if hasattr(args, "rules"):  # the library's, on the options: before a process group
             args.rules(args)
         if not launched_by_torchrun():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 from pathlib import Path
 
 from cl2gnn import _files
@@ -35,6 +34,19 @@ NODE_FIELDS = {
 METHOD_OPTIONS = {"temperature": float, "neighbor_weight": float, "clusters": int, "num_keys": int}
 VIEW_FIELDS = {"drop_edge": "--drop-edge", "drop_feature": "--drop-feature"}
 QUICK_SEEDS = 3  # --quick: a first look, under a minute on the embedded default
+
+
+def _announce(args: argparse.Namespace) -> None:
+    """The run's first line, at once: before torch loads (seconds) for the rules' check."""
+    if args.no_progress or int(os.environ.get("RANK", "0")) != 0:
+        return
+    if args.method != AUTO:
+        what = f"method {args.method}"
+    elif args.quick:
+        what = "the graph's default method"
+    else:
+        what = "method auto (choosing among candidates)"
+    print(f"cl2gnn node: {args.dataset}, {what}; loading torch and the graph", flush=True)
 
 
 def _rules(args: argparse.Namespace) -> None:
@@ -96,10 +108,6 @@ def _node(args: argparse.Namespace) -> int:
 def _run_node(
     args: argparse.Namespace, fields: dict, save: Path | None, folder: Path | None = None
 ) -> int:
-    if not args.no_progress and int(os.environ.get("RANK", "0")) == 0:  # at once, before torch
-        what = "auto (choosing among candidates)" if args.method == AUTO else args.method
-        print(f"cl2gnn node: {args.dataset}, method {what}; loading torch and the graph")
-        sys.stdout.flush()
     from ..node.evaluation.experiment import run_experiment
 
     results = run_experiment(
@@ -393,4 +401,4 @@ def add_node_command(sub) -> None:
         "(the folder goes once the run has finished)",
     )
     node.add_argument("--no-progress", action="store_true")
-    node.set_defaults(func=_node, check=_check_node, rules=_rules)
+    node.set_defaults(func=_node, check=_check_node, announce=_announce, rules=_rules)

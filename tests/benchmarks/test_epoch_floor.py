@@ -59,3 +59,36 @@ def test_replayed_ms_times_the_call_it_names_on_operands_of_its_shapes(name, sha
         assert epoch_profile.replayed_ms(name, shapes, repeats=3) > 0
     calls = [e.input_shapes for e in prof.events() if e.name == name and e.cpu_parent is None]
     assert calls == [shapes] * 4  # one warm-up and the timed repeats
+
+
+@pytest.mark.parametrize("trainer_kind", ["full batch", "mini-batch"])
+def test_the_floor_replaces_the_loss_by_the_projections_sum_in_the_trainers_step(trainer_kind):
+    """The floor's step is the method's step with only its loss changed: the trainer's own
+    call returns the sum of the two views' projections (not InfoNCE), whichever trainer."""
+    from torch_geometric.data import Data
+
+    from benchmarks._shared.floors import without_the_loss
+    from cl2gnn.node import default_config
+    from cl2gnn.node.training.fullbatch import FullBatchTrainer
+    from cl2gnn.node.training.minibatch import MinibatchTrainer
+
+    generator = torch.Generator().manual_seed(0)
+    edges = torch.randint(0, 30, (2, 90), generator=generator)
+    data = Data(
+        x=torch.rand(30, 8, generator=generator), edge_index=torch.cat([edges, edges.flip(0)], 1)
+    )
+    config = default_config(data, "grace").with_overrides(hidden_channels=8, out_channels=8)
+    if trainer_kind == "mini-batch":
+        config = config.with_overrides(batch_size=10)
+    trainer = (MinibatchTrainer if trainer_kind == "mini-batch" else FullBatchTrainer)(
+        data, "grace", config
+    )
+    projected, losses = [], []
+    real_project = trainer.method.project
+    trainer.method.project = lambda batch: projected.append(real_project(batch)) or projected[-1]
+    trainer.method.register_forward_hook(lambda module, args, out: losses.append(out.detach()))
+    without_the_loss(trainer.method)
+    trainer.epoch()
+    assert len(losses) == len(projected) >= 1  # the trainer's step called the method
+    for loss, (z1, z2, _, _) in zip(losses, projected, strict=True):
+        assert torch.allclose(loss, (z1.sum() + z2.sum()).detach())

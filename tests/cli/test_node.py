@@ -81,3 +81,44 @@ def test_a_run_says_which_configuration_it_started_from(tmp_path, capsys):
     printed = capsys.readouterr().out
     preset = json.loads(out.read_text())["preset"]
     assert "general default" in preset and f"configuration: {preset}" in printed
+
+
+# a process that prints a marker when torch is first imported, then runs the command
+TORCH_MARKER = """
+import sys
+
+class Marker:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            print("<torch imported>", flush=True)
+            sys.meta_path.remove(self)
+
+sys.meta_path.insert(0, Marker())
+from cl2gnn.cli.main import run
+sys.argv = ["cl2gnn", *sys.argv[1:]]
+run()
+"""
+
+
+@pytest.mark.parametrize("arguments", [["--quick"], ["--method", "grace", "--seeds", "1"]])
+def test_the_first_line_comes_before_torch_loads(arguments):
+    """The README's first command talks at once: its first line is printed before torch is
+    imported (seconds), the library's rules checked after it."""
+    import os
+    import subprocess
+    import sys
+
+    process = subprocess.Popen(
+        [sys.executable, "-c", TORCH_MARKER, "node", *arguments],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        first = [process.stdout.readline().strip() for _ in range(2)]
+    finally:
+        process.kill()
+        process.wait()
+    assert first[0].startswith("cl2gnn node: digits-knn, "), first
+    assert first[1] == "<torch imported>", first
