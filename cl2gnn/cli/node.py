@@ -15,7 +15,7 @@ from cl2gnn._torchrun import MODES
 from ..node.config import EMBEDDINGS, ENCODERS
 from . import cmdline, node_arguments, run_folder
 from .catalogue import AUTO, DATASETS, EMBEDDED_DATASET, MATMUL_DTYPES, PROTOCOLS, dataset_name
-from .node_output import format_table, reproduce
+from .node_output import announce, format_table, reproduce
 
 # cl2gnn node's options that set a NodeConfig field: option dest -> (field, how the text
 # is read); the field's own check (cl2gnn.node.config) decides what is allowed
@@ -34,19 +34,6 @@ NODE_FIELDS = {
 METHOD_OPTIONS = {"temperature": float, "neighbor_weight": float, "clusters": int, "num_keys": int}
 VIEW_FIELDS = {"drop_edge": "--drop-edge", "drop_feature": "--drop-feature"}
 QUICK_SEEDS = 3  # --quick: a first look, under a minute on the embedded default
-
-
-def _announce(args: argparse.Namespace) -> None:
-    """The run's first line, at once: before torch loads (seconds) for the rules' check."""
-    if args.no_progress or int(os.environ.get("RANK", "0")) != 0:
-        return
-    if args.method != AUTO:
-        what = f"method {args.method}"
-    elif args.quick:
-        what = "the graph's default method"
-    else:
-        what = "method auto (choosing among candidates)"
-    print(f"cl2gnn node: {args.dataset}, {what}; loading torch and the graph", flush=True)
 
 
 def _rules(args: argparse.Namespace) -> None:
@@ -401,4 +388,4 @@ def add_node_command(sub) -> None:
         "(the folder goes once the run has finished)",
     )
     node.add_argument("--no-progress", action="store_true")
-    node.set_defaults(func=_node, check=_check_node, announce=_announce, rules=_rules)
+    node.set_defaults(func=_node, check=_check_node, announce=announce, rules=_rules)

@@ -1,10 +1,27 @@
-"""What ``cl2gnn node`` prints of the experiment's results: the table (after the candidates'
-validation scores where method ``auto`` chose), where a resumed run went on from, and the
-command that reproduces a choice."""
+"""What ``cl2gnn node`` prints: its first line, at once; then of the experiment's results,
+the table (after the candidates' validation scores where method ``auto`` chose), where a
+resumed run went on from, and the command that reproduces a choice."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+
+from .catalogue import AUTO
+
+
+def announce(args: argparse.Namespace) -> None:
+    """The run's first line, at once: before torch loads (seconds) for the rules' check."""
+    if args.no_progress or int(os.environ.get("RANK", "0")) != 0:
+        return
+    if args.method != AUTO:
+        what = f"method {args.method}"
+    elif args.quick:
+        what = "the graph's default method"
+    else:
+        what = "method auto (choosing among candidates)"
+    print(f"cl2gnn node: {args.dataset}, {what}; loading torch and the graph", flush=True)
 
 
 def format_table(results: list[dict]) -> str:

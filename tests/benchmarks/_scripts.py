@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # module name -> path from the repository's root
 SCRIPTS = {
+    "_floors": "benchmarks/_shared/floors.py",
     "_headlines": "benchmarks/_shared/headlines.py",
     "_large": "benchmarks/_shared/large.py",
     "_node_args": "benchmarks/_shared/node_args.py",
