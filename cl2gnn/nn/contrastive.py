@@ -124,7 +124,10 @@ class ContrastiveConv(OptionsChecked, torch.nn.Module):
         edge_weight: Tensor | None = None,
         keys: Tensor | None = None,
     ) -> Tensor:
-        uniform = self.uniform._energy(x, None, self._check(x, edge_index, edge_weight, keys))
+        checked = self._check(x, edge_index, edge_weight, keys)
+        weight, exclude_index, keys, shard = checked
+        lse = self.uniform._row_logsumexp(x, None, exclude_index, keys, shard)
+        uniform = self.uniform._energy_of(x, lse, weight)
         return self.align.energy(x, edge_index, edge_weight) / self.temperature + uniform
 
     def forward(

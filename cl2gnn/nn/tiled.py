@@ -49,7 +49,7 @@ MATMUL_DTYPES = ("bfloat16",)
 MatmulDtype = Annotated[str | None, optional(one_of(*MATMUL_DTYPES))]
 
 
-def _check_matmul_device(x: Tensor, matmul_dtype: str | None) -> None:
+def check_matmul_device(x: Tensor, matmul_dtype: str | None) -> None:
     """The bfloat16 products are oneDNN's: float32 rows on the CPU (other dtypes keep
     theirs)."""
     if matmul_dtype is not None and x.dtype == torch.float32 and x.device.type != "cpu":
@@ -157,7 +157,11 @@ def _mask_block(s: Tensor, diagonal: bool, self_loops: bool, masked: tuple | Non
     return s
 
 
-class _TiledRowLogSumExp(torch.autograd.Function):
+class TiledRowLogSumExp(torch.autograd.Function):
+    """:func:`tiled_row_logsumexp` as an autograd function, its arguments unchecked (for an
+    operator that checked them where it was built): ``apply(x, tau, stop_gradient,
+    self_loops, exclude_index, tile, matmul_dtype)``."""
+
     @staticmethod
     def forward(ctx, x, tau, stop_gradient, self_loops, exclude, tile, matmul_dtype):
         n, acc = x.size(0), _acc_dtype(x.dtype)
@@ -167,9 +171,21 @@ class _TiledRowLogSumExp(torch.autograd.Function):
         with _products_in(matmul_dtype, x):
             if not bounded:
                 lse = _lse_online(x, tau, self_loops, blocks, tile, acc)
-            else:
+            else:  # E = exp(S): one exp per block serves its rows and columns; the blocks
+                # are kept for the backward where they fit
                 keep = _block_bytes(n, tile, acc) <= SAVED_BLOCKS_MAX_BYTES
-                lse, saved = _lse_bounded(x, tau, self_loops, blocks, tile, acc, keep)
+                total = torch.zeros(n, dtype=acc, device=x.device)
+                saved = [] if keep else None
+                for r, cs, diagonal, block in _symmetric_blocks(
+                    x / tau, x, tile, acc, self_loops, blocks, fresh=keep
+                ):
+                    e = block.exp_()
+                    total[r] += e.sum(1)
+                    if not diagonal:
+                        total[cs] += e.sum(0)
+                    if keep:
+                        saved.append((r, cs, diagonal, e))
+                lse = total.log()
         ctx.save_for_backward(x, lse)
         ctx.settings = (tau, stop_gradient, self_loops, tile, blocks, bounded, saved, matmul_dtype)
         return lse.to(x.dtype)
@@ -230,23 +246,6 @@ def _symmetric_blocks(queries, keys, tile, acc, self_loops, excluded, fresh=Fals
                 block = torch.mm(q, k).to(acc)
             block = _mask_block(block, a == b, self_loops, excluded.get((a, b)))
             yield slice(*rows), slice(*cols), a == b, block
-
-
-def _lse_bounded(x, tau, self_loops, blocks, tile, acc, keep):
-    """Forward with ``E = exp(S)``: one exp per block serves its rows and columns; the
-    blocks are returned for the backward when ``keep``."""
-    total = torch.zeros(x.size(0), dtype=acc, device=x.device)
-    saved = [] if keep else None
-    for r, cs, diagonal, block in _symmetric_blocks(
-        x / tau, x, tile, acc, self_loops, blocks, fresh=keep
-    ):
-        e = block.exp_()
-        total[r] += e.sum(1)
-        if not diagonal:
-            total[cs] += e.sum(0)
-        if keep:
-            saved.append((r, cs, diagonal, e))
-    return total.log(), saved
 
 
 def _grad_bounded(x, weight, lse, tau, stop_gradient, self_loops, blocks, tile, acc, saved):
@@ -323,8 +322,8 @@ def tiled_row_logsumexp(
     float32 rows multiplied in bfloat16 with float32 accumulation (CPU tensors; see the
     module's docstring); ``None``: in the rows' dtype."""
     optional(one_of(*MATMUL_DTYPES))(matmul_dtype, "matmul_dtype")
-    _check_matmul_device(x, matmul_dtype)
-    return _TiledRowLogSumExp.apply(
+    check_matmul_device(x, matmul_dtype)
+    return TiledRowLogSumExp.apply(
         x,
         float(temperature),
         stop_gradient,

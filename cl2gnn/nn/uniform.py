@@ -28,7 +28,7 @@ from . import _dispatch, _examples
 from ._graph import edge_dot, scatter_logsumexp
 from ._uniform_inputs import check_inputs
 from .sampled import sampled_logits, sampled_row_logsumexp
-from .tiled import MatmulDtype, tiled_row_logsumexp
+from .tiled import MatmulDtype, TiledRowLogSumExp, check_matmul_device
 from .tiled_triton import triton_row_logsumexp
 
 IMPLEMENTATIONS = ("auto", *_dispatch.FORMS)
@@ -165,8 +165,13 @@ class UniformAttention(OptionsChecked, MessagePassing):
 
     def _energy(self, x: Tensor, edge_index: Tensor | None, checked: tuple) -> Tensor:
         """:meth:`energy` of inputs that :meth:`_check` passed."""
-        weight, exclude_index, keys, shard = checked
+        _, exclude_index, keys, shard = checked
         lse = self._row_logsumexp(x, edge_index, exclude_index, keys, shard)
+        return self._energy_of(x, lse, checked[0])
+
+    def _energy_of(self, x: Tensor, lse: Tensor, weight: Tensor) -> Tensor:
+        """The energy from the anchors' log-partitions ``lse`` (a caller that computed them
+        calls this after, so that the path to the logits is one frame shorter)."""
         lse_term = (weight * torch.where(torch.isfinite(lse), lse, torch.zeros_like(lse))).sum()
         norm_scale = 2.0 if self.stop_gradient else 1.0
         return lse_term - (weight * (x * x).sum(-1)).sum() / (norm_scale * self.temperature)
@@ -215,14 +220,15 @@ class UniformAttention(OptionsChecked, MessagePassing):
             return triton_row_logsumexp(
                 x, self.temperature, self.stop_gradient, self.self_loops, self.matmul_dtype
             )
-        if form == "tiled":
-            return tiled_row_logsumexp(
+        if form == "tiled":  # its options checked with the operator's (check_joint_options)
+            check_matmul_device(x, self.matmul_dtype)
+            return TiledRowLogSumExp.apply(
                 x,
-                self.temperature,
+                float(self.temperature),
                 self.stop_gradient,
                 self.self_loops,
                 exclude_index,
-                self.tile_size,
+                int(self.tile_size),
                 self.matmul_dtype,
             )
         return self._dense_row_logsumexp(x, keys, exclude_index)

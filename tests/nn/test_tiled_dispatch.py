@@ -168,7 +168,8 @@ def spy_forms(monkeypatch, answer):
     """Make the rule answer ``answer``; record its questions and which form ran. Triton's
     stand-in is the float64-exact tiled function (no GPU here)."""
     asked, ran = [], []
-    real_tiled = uniform_module.tiled_row_logsumexp
+    real_tiled = tiled_row_logsumexp
+    real_apply = uniform_module.TiledRowLogSumExp.apply
     real_dense = UniformAttention._dense_row_logsumexp
 
     def rule(rows, dim, device, dtype, **kwargs):
@@ -179,9 +180,11 @@ def spy_forms(monkeypatch, answer):
         ran.append("triton")
         return real_tiled(x, temperature, stop_gradient, self_loops)
 
-    def tiled(*args, **kwargs):
-        ran.append("tiled")
-        return real_tiled(*args, **kwargs)
+    class Tiled:  # the operator calls the tiles' autograd function itself
+        @staticmethod
+        def apply(*args):
+            ran.append("tiled")
+            return real_apply(*args)
 
     def dense(self, *args):
         ran.append("dense")
@@ -189,7 +192,7 @@ def spy_forms(monkeypatch, answer):
 
     monkeypatch.setattr(_dispatch, "exact_form", rule)
     monkeypatch.setattr(uniform_module, "triton_row_logsumexp", triton)
-    monkeypatch.setattr(uniform_module, "tiled_row_logsumexp", tiled)
+    monkeypatch.setattr(uniform_module, "TiledRowLogSumExp", Tiled)
     monkeypatch.setattr(UniformAttention, "_dense_row_logsumexp", dense)
     return asked, ran
 
@@ -217,12 +220,15 @@ def test_infonce_auto_runs_the_form_the_rule_names(answer, loss, monkeypatch):
 def test_bfloat16_products_reach_the_tiles_from_the_loss(monkeypatch):
     asked, ran = spy_forms(monkeypatch, "tiled")
     seen = []
-    tiled = uniform_module.tiled_row_logsumexp
-    monkeypatch.setattr(
-        uniform_module,
-        "tiled_row_logsumexp",
-        lambda *args: seen.append(args[-1]) or tiled(*args),
-    )
+    spied = uniform_module.TiledRowLogSumExp.apply  # spy_forms' stand-in
+
+    class Tiled:  # and the product dtype the tiles are given, their last argument
+        @staticmethod
+        def apply(*args):
+            seen.append(args[-1])
+            return spied(*args)
+
+    monkeypatch.setattr(uniform_module, "TiledRowLogSumExp", Tiled)
     InfoNCELoss(matmul_dtype="bfloat16")(torch.randn(40, 32), torch.randn(40, 32))
     assert asked[0][4]["matmul_dtype"] == "bfloat16" and seen == ["bfloat16"]
     assert ran == ["tiled"]
