@@ -29,7 +29,7 @@ from cl2gnn.node import (
     NodeConfig,
 )
 from cl2gnn.node.encoders.propagation import PropagationStructure, ValuedGraph, ViewGraphs
-from cl2gnn.node.methods import REGISTRY, option_value
+from cl2gnn.node.methods import REGISTRY, contrastive, option_value
 from cl2gnn.node.training.fullbatch import FullBatchTrainer
 from cl2gnn.node.views import view_masks
 
@@ -313,6 +313,7 @@ def test_matmul_dtype_reaches_the_exact_infonce(monkeypatch, method):
     spy.unchecked, spy.check_options = spying_on(real.unchecked), real.check_options
     module = REGISTRY[method].forward.__module__  # the module of its forward calls info_nce
     monkeypatch.setattr(sys.modules[module], "info_nce", spy)
+    monkeypatch.setattr(contrastive, "info_nce", spy)  # InfoNCEMethod checks its options
     config = CONFIG.with_overrides(epochs=1, matmul_dtype="bfloat16")
     FullBatchTrainer(small_graph(), method, config).epoch()
     assert seen == ["bfloat16"]

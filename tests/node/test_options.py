@@ -9,9 +9,10 @@ import json
 
 import pytest
 import torch
+from torch_geometric.data import Data
 
 from cl2gnn.cli.main import main
-from cl2gnn.node import default_config, train_node_model
+from cl2gnn.node import REGISTRY, default_config, methods, train_node_model
 from cl2gnn.node.methods import neighbors as node_methods
 from cl2gnn.node.training import fit as node_fit
 from cl2gnn.node.training import fullbatch as node_fullbatch
@@ -181,3 +182,26 @@ def test_cli_node_options_reach_training(digits, tmp_path, monkeypatch):
     same = node_method("homophily", n, dim, 0.7, graph, neighbor_weight=0.5, clusters=3)
     default = node_method("homophily", n, dim, 0.7, graph, clusters=3)
     assert torch.equal(value(trained), value(same)) and value(trained) != value(default)
+
+
+INFO_NCE_METHODS = sorted(
+    name for name, cls in REGISTRY.items() if issubclass(cls, methods.InfoNCEMethod)
+)
+
+
+@pytest.mark.parametrize("name", INFO_NCE_METHODS)
+def test_a_held_infonce_method_refuses_the_losss_joint_options_where_it_is_built(name):
+    """A method held without the plan (``from_config`` alone) checks InfoNCE's options once,
+    where it is built, so its step can call the unchecked loss: sampled keys across ranks
+    are refused there, for every method whose loss is InfoNCE (GCA's own constructor too)."""
+    generator = torch.Generator().manual_seed(0)
+    edges = torch.randint(0, 20, (2, 60), generator=generator)
+    data = Data(
+        x=torch.rand(20, 6, generator=generator), edge_index=torch.cat([edges, edges.flip(0)], 1)
+    )
+    config = default_config(data, name).with_overrides(
+        hidden_channels=8, out_channels=8, num_keys=4
+    )
+    REGISTRY[name].from_config(config, data)  # on one process: accepted
+    with pytest.raises(ValueError, match="distributed takes neither num_keys"):
+        REGISTRY[name].from_config(config, data, distributed="gather")

@@ -26,7 +26,7 @@ for _module in pkgutil.iter_modules(__path__):  # each method registers itself o
 
 from .bgrl import BGRL  # noqa: E402  (the classes, registered above)
 from .cca_ssg import CCASSG  # noqa: E402
-from .contrastive import GRACE, CallableObjective, ContrastiveMethod  # noqa: E402
+from .contrastive import GRACE, CallableObjective, ContrastiveMethod, InfoNCEMethod  # noqa: E402
 from .dgi import DeepGraphInfomax  # noqa: E402
 from .gbt import GraphBarlowTwins  # noqa: E402
 from .gca import GCA  # noqa: E402
@@ -114,6 +114,7 @@ __all__ = [
     "EncoderInput",
     "GraphACL",
     "GraphBarlowTwins",
+    "InfoNCEMethod",
     "MethodOptions",
     "NodeMethod",
     "PolyGCL",

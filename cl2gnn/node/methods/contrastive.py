@@ -61,8 +61,29 @@ class ContrastiveMethod(NodeMethod):
         return self.head(h1), self.head(h2), h1, h2
 
 
+class InfoNCEMethod(ContrastiveMethod):
+    """:class:`ContrastiveMethod` whose loss is :func:`~cl2gnn.losses.info_nce`: its options
+    ``temperature``, ``num_keys`` and ``matmul_dtype`` are the loss's, checked with
+    ``distributed`` once, where the method is built; a step calls the loss's unchecked form
+    with :meth:`loss_options`."""
+
+    def __init__(self, encoder: torch.nn.Module, options: MethodOptions, **context) -> None:
+        super().__init__(encoder, options, **context)
+        info_nce.check_options(**self.loss_options())
+
+    def loss_options(self) -> dict:
+        """The options :func:`~cl2gnn.losses.info_nce` takes from this method."""
+        options = self.options
+        return {
+            "temperature": options.temperature,
+            "num_keys": options.num_keys,
+            "matmul_dtype": options.matmul_dtype,
+            "distributed": self.distributed,
+        }
+
+
 @register_method("grace")
-class GRACE(ContrastiveMethod):
+class GRACE(InfoNCEMethod):
     r"""GRACE (Zhu et al., *Deep Graph Contrastive Representation Learning*, 2020): InfoNCE
     over the :math:`2N` stacked projections of two views, inter- and intra-view negatives
     (:func:`~cl2gnn.losses.info_nce` = ``AlignConv`` on the pair graph +
@@ -104,25 +125,10 @@ class GRACE(ContrastiveMethod):
             matmul_dtype=matmul_dtype,
         )
         super().__init__(encoder, options, views=views, dim=dim, distributed=distributed)
-        # the loss's options checked here, once: a step calls its unchecked form
-        info_nce.check_options(
-            temperature=temperature,
-            num_keys=num_keys,
-            matmul_dtype=matmul_dtype,
-            distributed=distributed,
-        )
 
     def forward(self, data: Data | ViewBatch) -> Tensor:
         z1, z2, _, _ = self.project(data)
-        options = self.options
-        return info_nce.unchecked(
-            z1,
-            z2,
-            temperature=options.temperature,
-            num_keys=options.num_keys,
-            matmul_dtype=options.matmul_dtype,
-            distributed=self.distributed,
-        )
+        return info_nce.unchecked(z1, z2, **self.loss_options())
 
 
 class CallableObjective(ContrastiveMethod):

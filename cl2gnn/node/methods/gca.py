@@ -12,7 +12,7 @@ from ..adaptive_views import CENTRALITIES, ZERO_COLUMNS, AdaptiveDropEdge, Adapt
 from ..config import NodeConfig
 from ..views import View
 from .base import register_method
-from .contrastive import GRACE, ContrastiveMethod, Keys, MatmulDtype, Views
+from .contrastive import GRACE, InfoNCEMethod, Keys, MatmulDtype, Views
 from .options import Temperature, Width
 
 CUT_OFF = 0.7  # p_τ, the authors' code's for both views and both augmentations
@@ -76,8 +76,8 @@ class GCA(GRACE):
             num_keys=num_keys,
             matmul_dtype=matmul_dtype,
         )
-        # GRACE's loss and head, GCA's options: the scheme's constructor, not GRACE's
-        ContrastiveMethod.__init__(
+        # GRACE's loss and head, GCA's options: InfoNCEMethod's constructor, not GRACE's
+        InfoNCEMethod.__init__(
             self, encoder, options, views=views, dim=dim, distributed=distributed
         )
 

@@ -9,12 +9,12 @@ from torch_geometric.data import Data
 from ...graphs import knn_graph, pair_graph
 from ...losses import info_nce
 from .base import ViewBatch, register_method
-from .contrastive import ContrastiveMethod, Keys, MatmulDtype, Views, cross_view_edges
+from .contrastive import InfoNCEMethod, Keys, MatmulDtype, Views, cross_view_edges
 from .options import Temperature, Width
 
 
 @register_method("knn")
-class KNearest(ContrastiveMethod):
+class KNearest(InfoNCEMethod):
     """InfoNCE on the pair graph plus, across views, each node's ``k = 5`` nearest
     neighbors by cosine similarity of the mean encoder output (feature-space positives
     from :func:`~cl2gnn.graphs.knn_graph`). Args as :class:`GRACE`'s."""
@@ -49,11 +49,4 @@ class KNearest(ContrastiveMethod):
             [pair_graph(h1.size(0), 2, device=h1.device), cross_view_edges(nbr, node, h1.size(0))],
             dim=1,
         )
-        options = self.options
-        return info_nce(
-            torch.cat([z1, z2]),
-            edge_index=positives,
-            temperature=options.temperature,
-            num_keys=options.num_keys,
-            matmul_dtype=options.matmul_dtype,
-        )
+        return info_nce.unchecked(torch.cat([z1, z2]), edge_index=positives, **self.loss_options())

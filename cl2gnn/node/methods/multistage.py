@@ -10,12 +10,12 @@ from ..._checks import integer
 from ...losses import MultiStageAlignmentLoss, info_nce
 from ...nn import MultiStageMemory
 from .base import ViewBatch, register_method
-from .contrastive import ContrastiveMethod, Keys, MatmulDtype, Views
+from .contrastive import InfoNCEMethod, Keys, MatmulDtype, Views
 from .options import Temperature, Width
 
 
 @register_method("multistage")
-class MultiStage(ContrastiveMethod):
+class MultiStage(InfoNCEMethod):
     """InfoNCE plus ``1/τ`` times the multi-stage alignment (eq. 13): each view pulled
     towards the mean of the other view and the node's stored mean views of the previous
     step (training steps are the stages, after a warm-up of 20). A memory of every node:
@@ -56,12 +56,5 @@ class MultiStage(ContrastiveMethod):
         nodes = torch.arange(z1.size(0), device=z1.device)
         pull = self.multistage(z1, z2, nodes)  # also stores this step's features
         self.multistage.next_stage()
-        options = self.options
-        loss = info_nce(
-            z1,
-            z2,
-            temperature=options.temperature,
-            num_keys=options.num_keys,
-            matmul_dtype=options.matmul_dtype,
-        )
-        return loss + pull / options.temperature
+        loss = info_nce.unchecked(z1, z2, **self.loss_options())
+        return loss + pull / self.options.temperature

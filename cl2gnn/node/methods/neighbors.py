@@ -12,11 +12,11 @@ from ..._checks import integer, number
 from ...graphs import cluster_labels, pair_graph
 from ...losses import info_nce
 from .base import ViewBatch, register_method
-from .contrastive import ContrastiveMethod, Keys, MatmulDtype, Views, cross_view_edges
+from .contrastive import InfoNCEMethod, Keys, MatmulDtype, Views, cross_view_edges
 from .options import MethodOptions, Temperature, Width
 
 
-class GraphPositives(ContrastiveMethod):
+class GraphPositives(InfoNCEMethod):
     """InfoNCE on an augmentation graph that links each node's view to its own other view
     (weight 1) and to the other view of its graph neighbors (weight ``neighbor_weight``):
     what :class:`Neighbors` and :class:`Homophily` share."""
@@ -51,14 +51,11 @@ class GraphPositives(ContrastiveMethod):
 
     def forward(self, data: Data | ViewBatch) -> Tensor:
         z1, z2, h1, h2 = self.project(data)
-        options = self.options
-        return info_nce(
+        return info_nce.unchecked(
             torch.cat([z1, z2]),
             edge_index=self.positives,
             edge_weight=self.positive_weights(h1, h2).to(z1.dtype),
-            temperature=options.temperature,
-            num_keys=options.num_keys,
-            matmul_dtype=options.matmul_dtype,
+            **self.loss_options(),
         )
 
 
