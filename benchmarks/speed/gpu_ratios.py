@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from benchmarks._shared.operators import TAU, markdown_table, sync
+from benchmarks._shared.operators import TAU, markdown_table, sync, timed_on
 from cl2gnn.cli import cmdline
 
 PARTS = ("cora", "loss", "knn", "simclr", "profile")
@@ -74,14 +75,7 @@ def device_of(dry: bool):
 def timed(device, step, repeats: int) -> float:
     """Median seconds of ``step()`` over ``repeats`` calls after one warm-up."""
     step()
-    times = []
-    for _ in range(repeats):
-        sync(device)
-        start = time.perf_counter()
-        step()
-        sync(device)
-        times.append(time.perf_counter() - start)
-    return sorted(times)[len(times) // 2]
+    return statistics.median(timed_on(device, step)[1] for _ in range(repeats))
 
 
 # --- loss: the exact loss against the device's GEMM rate ---------------------------------
@@ -196,21 +190,13 @@ def knn_part(args, out: Path) -> None:
     for n in KNN_SIZES[args.dry]:
         x = clustered_points(n, 128).to(device)
         knn_graph(x[:1000], k, "l2", backend="torch")  # the device's first call
-        sync(device)
-        start = time.perf_counter()
-        graph = knn_graph(x, k, "l2", backend="torch")
-        sync(device)
-        ours = time.perf_counter() - start
+        graph, ours = timed_on(device, knn_graph, x, k, "l2", backend="torch")
         found = graph[0].view(n, k)
         sample = torch.randperm(n, device=device)[: min(1000, n)]
         share = exact_rows(x, found, k, sample)
         queries = torch.arange(min(n, KNN_PEER_QUERIES), device=device)
         brute_force_knn(x, k, queries[:4096])  # warm
-        sync(device)
-        start = time.perf_counter()
-        brute_force_knn(x, k, queries)
-        sync(device)
-        peer = (time.perf_counter() - start) * n / queries.numel()
+        peer = timed_on(device, brute_force_knn, x, k, queries)[1] * n / queries.numel()
         record(
             out,
             "knn",
