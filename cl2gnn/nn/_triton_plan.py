@@ -49,7 +49,6 @@ MAX_ACCUMULATOR = 128 * 128  # float32 BLOCK_M × BLOCK_D backward accumulator i
 PINNED_FROM_ROWS = 2**18  # from here on no autotuning: the first (fitting) configuration
 SPLIT_ROWS = 128  # the row block the key splits are sized for (the largest BLOCK_M)
 MIN_SPLIT_KEYS = 1024  # keys per split at least: each program's loop outlasts its set-up
-MATMUL_DTYPES = ("bfloat16",)
 UNIT_ROUNDOFF = {"ieee": 0.0, "tf32": 2.0**-10, "bf16": 2.0**-8}
 SUMS_SLACK = 2.0**-20  # float32's roundings of the exponentials' sums and the products' sums
 

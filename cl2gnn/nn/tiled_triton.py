@@ -39,8 +39,9 @@ import os
 import torch
 from torch import Tensor
 
+from .._checks import one_of, optional
 from . import _triton_plan as plan
-from .tiled import MAX_LOGIT
+from .tiled import MATMUL_DTYPES, MAX_LOGIT
 
 try:
     import triton
@@ -343,8 +344,7 @@ def triton_row_logsumexp(
     ``exclude_index``. ``matmul_dtype="bfloat16"``: float32 rows multiplied in bfloat16 with
     float32 accumulation and results (the module's docstring)."""
     check_triton_input(x)
-    if matmul_dtype not in (None, *plan.MATMUL_DTYPES):
-        raise ValueError(f"matmul_dtype must be 'bfloat16' or None, got {matmul_dtype!r}")
+    optional(one_of(*MATMUL_DTYPES))(matmul_dtype, "matmul_dtype")
     return _TritonRowLogSumExp.apply(
         x, float(temperature), bool(stop_gradient), bool(self_loops), matmul_dtype
     )
